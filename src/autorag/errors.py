@@ -1,0 +1,45 @@
+"""The one error tree. Every error carries a stable machine ``code``.
+
+Interfaces render these: the API as RFC 9457 problem JSON, the CLI as one line and a
+non-zero exit. Nothing below the interfaces prints or exits.
+"""
+
+from __future__ import annotations
+
+
+class AutoragError(Exception):
+    """Base of every error AutoRAG raises on purpose."""
+
+    code = "autorag_error"
+    status = 500
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+
+class InvalidInput(AutoragError):
+    code = "invalid_input"
+    status = 400
+
+
+class NotFound(AutoragError):
+    code = "not_found"
+    status = 404
+
+
+class Forbidden(AutoragError):
+    code = "forbidden"
+    status = 403
+
+
+class Conflict(AutoragError):
+    code = "conflict"
+    status = 409
+
+
+class Unavailable(AutoragError):
+    code = "unavailable"
+    status = 503
