@@ -99,3 +99,20 @@ class SearchResponse:
     hits: list[SearchHit]
     diagnostics: list[Diagnostic] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A numbered source sent alongside an answer; ``[n]`` in the text refers to it."""
+
+    number: int
+    source: str
+    source_id: str
+    title: str
+    text: str
+    page: int | None
+    paragraph: int
+    score: float
+    legs: Leg
+    chunk_id: int
+    document_id: int

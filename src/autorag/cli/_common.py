@@ -1,0 +1,48 @@
+"""What every command shares: the workspace option, output helpers, error rendering."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+
+from autorag.context import AppContext, open_context
+from autorag.workspace import find_workspace
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@dataclasses.dataclass
+class CliState:
+    workspace: Path | None = None
+
+
+def open_app(ctx: typer.Context, **overrides: Any) -> AppContext:
+    state = ctx.find_object(CliState) or CliState()
+    return open_context(find_workspace(state.workspace), **overrides)
+
+
+def _default(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, default=_default, ensure_ascii=False, indent=2))
+
+
+def split_types(value: str | None) -> list[str]:
+    return [t for t in (value or "").split(",") if t.strip()]

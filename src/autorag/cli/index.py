@@ -1,0 +1,229 @@
+"""Commands that build the index: init, add, remove, refresh, status, reindex."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+from rich.text import Text
+
+from autorag.cli._common import console, open_app, print_json
+from autorag.errors import InvalidInput
+from autorag.ingest.minsync import RefreshReport, refresh, refresh_lock
+from autorag.ingest.pipeline import IngestOutcome
+from autorag.ingest.readiness import Readiness, check_readiness
+from autorag.ingest.reindex import reindex
+from autorag.sources import SourceRoot, plan_source_roots
+from autorag.workspace import find_workspace, init_workspace
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+class _ProgressObserver:
+    """A progress bar with files/s and ETA over the files a refresh has to index."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+        self.task = progress.add_task("indexing", total=None)
+
+    def planned(self, to_index: int, unchanged: int, to_delete: int) -> None:
+        self.progress.update(self.task, total=to_index)
+        if unchanged or to_delete:
+            self.progress.console.print(
+                f"{unchanged} unchanged, {to_index} to index, {to_delete} to remove"
+            )
+
+    def done(self, outcome: IngestOutcome) -> None:
+        self.progress.advance(self.task)
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        return Text(f"{task.speed:.1f} files/s" if task.speed else "", style="cyan")
+
+
+def register(app: typer.Typer) -> None:
+    app.command()(init)
+    app.command()(add)
+    app.command()(remove)
+    app.command("refresh")(refresh_command)
+    app.command()(status)
+    app.command("reindex")(reindex_command)
+
+
+def init(
+    directory: Annotated[Path, typer.Argument(help="Folder for the workspace (created).")] = Path(
+        "."
+    ),
+) -> None:
+    """Create a workspace: DIR/autorag.toml and DIR/.autorag/."""
+    workspace = init_workspace(directory)
+    console.print(f"Workspace ready at [bold]{workspace.root}[/bold]")
+    console.print(
+        f"Next: autorag -w {workspace.root} add FOLDER && autorag -w {workspace.root} refresh"
+    )
+
+
+def add(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Folders to index (search paths).")],
+) -> None:
+    """Register folders as search paths (source roots)."""
+    state_ws = find_workspace(ctx.obj.workspace if ctx.obj else None)
+    config = state_ws.read_config()
+    search_paths: list[str] = list(config.get("search_paths", []))
+    for path in paths:
+        resolved = path.expanduser().resolve()
+        if not resolved.is_dir():
+            raise InvalidInput(f"{path} is not a folder")
+        if str(resolved) not in search_paths:
+            search_paths.append(str(resolved))
+    config["search_paths"] = search_paths
+    state_ws.write_config(config)
+    for root in plan_source_roots(search_paths):
+        console.print(f"  /{root.prefix}/  ←  {root.path}")
+    console.print("Run `autorag refresh` to index them.")
+
+
+def remove(
+    ctx: typer.Context,
+    paths: Annotated[list[Path], typer.Argument(help="Search paths to stop indexing.")],
+) -> None:
+    """Unregister search paths; their documents leave the index on the next refresh."""
+    workspace = find_workspace(ctx.obj.workspace if ctx.obj else None)
+    config = workspace.read_config()
+    current: list[str] = list(config.get("search_paths", []))
+    dropping = {str(p.expanduser().resolve()) for p in paths}
+    missing = dropping - set(current)
+    if missing:
+        raise InvalidInput(f"not a search path: {', '.join(sorted(missing))}")
+    config["search_paths"] = [p for p in current if p not in dropping]
+    workspace.write_config(config)
+    console.print(f"Removed {len(dropping)} search path(s). Run `autorag refresh` to apply.")
+
+
+def refresh_command(
+    ctx: typer.Context,
+    method: Annotated[str, typer.Option(help="Refresh method (minsync).")] = "minsync",
+    retry_failed: Annotated[
+        bool, typer.Option("--retry-failed", help="Retry files that failed before.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Index new and changed files, drop deleted ones. Safe to interrupt and re-run."""
+    if method != "minsync":
+        raise InvalidInput(f"unknown refresh method {method!r} (known: minsync)")
+    app = open_app(ctx)
+    with refresh_lock(app.workspace.refresh_lock_file):
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            _RateColumn(),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=console,
+            disable=as_json,
+            transient=False,
+        )
+        with progress:
+            report = refresh(
+                app.catalog,
+                app.info,
+                app.indexer,
+                app.roots,
+                ignore=app.settings.ingest.ignore,
+                observer=_ProgressObserver(progress),
+                retry_failed=retry_failed,
+            )
+    if as_json:
+        print_json(dataclasses.asdict(report))
+        return
+    _print_refresh(report)
+
+
+def _print_refresh(report: RefreshReport) -> None:
+    console.print(
+        f"{report.files_seen} files: {report.indexed} indexed, {report.unchanged} unchanged, "
+        f"{report.failed} failed, {report.needs_ocr} need OCR, {report.deleted} removed"
+    )
+    for failure in report.failures[:20]:
+        console.print(f"  [red]failed[/red] {failure.source_id}: {failure.error}", highlight=False)
+    if len(report.failures) > 20:
+        console.print(f"  … and {len(report.failures) - 20} more (see `autorag status`)")
+
+
+def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    """Readiness (configured | degraded | unavailable | ready), counts and failed files."""
+    app = open_app(ctx)
+    try:
+        vectors = app.vectors
+    except Exception:  # readiness reports it as unavailable
+        vectors = None
+    readiness = check_readiness(
+        app.catalog,
+        app.info,
+        search_paths=app.settings.search_paths,
+        embedding_model=app.embedder.model_id,
+        vectors=vectors,
+    )
+    if as_json:
+        print_json(
+            {
+                **dataclasses.asdict(readiness),
+                "workspace": str(app.workspace.root),
+                "search_paths": [dataclasses.asdict(r) for r in app.roots],
+            }
+        )
+        return
+    _print_status(readiness, app.roots)
+
+
+def _print_status(readiness: Readiness, roots: list[SourceRoot]) -> None:
+    colour = {"ready": "green", "degraded": "yellow", "configured": "cyan"}.get(
+        readiness.state, "red"
+    )
+    console.print(f"[bold {colour}]{readiness.state}[/] — {readiness.reason}", highlight=False)
+    for root in roots:
+        console.print(f"  search path /{root.prefix}/ ← {root.path}")
+    counts = ", ".join(f"{n} {s}" for s, n in sorted(readiness.documents.items())) or "none"
+    console.print(f"documents: {counts}; chunks: {readiness.chunks}; vectors: {readiness.vectors}")
+    if readiness.last_refresh:
+        run = readiness.last_refresh
+        console.print(f"last refresh: {run['status']} at {run['finished_at'] or run['started_at']}")
+    if readiness.failed:
+        table = Table("source", "code", "reason", title="Failed files")
+        for failure in readiness.failed:
+            table.add_row(failure["source_id"], failure["code"] or "", failure["reason"] or "")
+        console.print(table)
+
+
+def reindex_command(ctx: typer.Context) -> None:
+    """Rebuild vectors and the full-text index from the catalog (e.g. after a model change)."""
+    app = open_app(ctx)
+    with refresh_lock(app.workspace.refresh_lock_file):
+        total = app.catalog.chunk_count(app.info.id)
+        with Progress(console=console) as progress:
+            task = progress.add_task("re-embedding chunks", total=total)
+            count = reindex(
+                app.catalog,
+                app.info,
+                app.fulltext,
+                lambda: app.open_vectors(recreate=True),
+                app.embedder,
+                on_batch=lambda n: progress.advance(task, n),
+            )
+    console.print(f"Reindexed {count} chunks with {app.embedder.model_id}.")

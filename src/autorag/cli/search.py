@@ -1,0 +1,101 @@
+"""Commands that read the index: search and ask."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from autorag.agent.answer import answer_question
+from autorag.cli._common import console, open_app, print_json, split_types
+from autorag.llm.registry import get_llm_provider
+from autorag.models import SearchHit
+from autorag.retrieval.filters import build_filters
+from autorag.retrieval.hybrid import SearchMode, SearchRequest
+
+TypeOption = Annotated[
+    str | None, typer.Option("--type", "-t", help="Document types, comma separated: pdf,md,…")
+]
+FromOption = Annotated[str | None, typer.Option("--from", help="Documents dated on/after (ISO).")]
+ToOption = Annotated[
+    str | None,
+    typer.Option("--to", help="Documents dated on/before (ISO; a date includes the day)."),
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("search")(search_command)
+    app.command()(ask)
+
+
+def search_command(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    k: Annotated[int, typer.Option("-k", min=1, max=1000, help="How many hits.")] = 10,
+    doc_type: TypeOption = None,
+    date_from: FromOption = None,
+    date_to: ToOption = None,
+    mode: Annotated[str, typer.Option(help="hybrid | vector | fts")] = "hybrid",
+    per_document: Annotated[
+        bool, typer.Option("--per-document", help="At most one hit per document.")
+    ] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """Hybrid search (vectors + full-text, fused with RRF)."""
+    if mode not in ("hybrid", "vector", "fts"):
+        raise typer.BadParameter("mode must be hybrid, vector or fts", param_hint="--mode")
+    filters = build_filters(split_types(doc_type), date_from, date_to)
+    app = open_app(ctx)
+    response = app.searcher.search(
+        SearchRequest(query, k=k, filters=filters, mode=_mode(mode), per_document=per_document)
+    )
+    if as_json:
+        print_json(dataclasses.asdict(response))
+        return
+    for diagnostic in response.diagnostics:
+        console.print(f"[yellow]{diagnostic.severity}:[/] {diagnostic.message}", highlight=False)
+    if not response.hits:
+        console.print("No results.")
+        return
+    console.print(_hits_table(response.hits))
+
+
+def _mode(value: str) -> SearchMode:
+    return "vector" if value == "vector" else "fts" if value == "fts" else "hybrid"
+
+
+def _hits_table(hits: list[SearchHit]) -> Table:
+    table = Table("#", "score", "legs", "source", "where", "snippet", show_lines=False)
+    for n, hit in enumerate(hits, 1):
+        where = f"p.{hit.page}" if hit.page else f"¶{hit.paragraph + 1}"
+        snippet = " ".join(hit.text.split())[:160]
+        table.add_row(str(n), f"{hit.score:.4f}", hit.legs, hit.source, where, snippet)
+    return table
+
+
+def ask(
+    ctx: typer.Context,
+    question: Annotated[str, typer.Argument(help="Your question.")],
+    k: Annotated[int, typer.Option("-k", min=1, max=50, help="Sources to consult.")] = 5,
+    doc_type: TypeOption = None,
+    date_from: FromOption = None,
+    date_to: ToOption = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Answer a question from the documents, with numbered [n] citations."""
+    filters = build_filters(split_types(doc_type), date_from, date_to)
+    app = open_app(ctx)
+    provider = get_llm_provider(app.settings.llm_provider)
+    answer = answer_question(app.searcher, provider, question, k=k, filters=filters)
+    if as_json:
+        print_json(dataclasses.asdict(answer))
+        return
+    console.print(answer.text, highlight=False)
+    if answer.citations:
+        console.print("\n[bold]Sources[/bold]")
+        for citation in answer.citations:
+            where = f", page {citation.page}" if citation.page else f", ¶{citation.paragraph + 1}"
+            console.print(f"  [{citation.number}] {citation.source}{where}", highlight=False)

@@ -1,0 +1,109 @@
+"""The application context: settings plus the adapters built from them, opened once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from autorag.config import Settings, load_settings
+from autorag.embeddings.base import KNOWN_MODEL_DIMS, EmbeddingProvider
+from autorag.ingest.pipeline import Indexer
+from autorag.retrieval.hybrid import HybridSearcher
+from autorag.sources import SourceRoot, plan_source_roots
+from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
+from autorag.store.catalog.repository import Catalog, WorkspaceInfo
+from autorag.store.fulltext import open_fulltext
+from autorag.store.fulltext.base import FullTextIndex
+from autorag.store.vectors import VectorStore, open_vector_store
+from autorag.workspace import Workspace
+
+
+@dataclass
+class AppContext:
+    workspace: Workspace
+    settings: Settings
+    catalog: Catalog
+    info: WorkspaceInfo
+    read_embedding_cache: bool = True
+    _closed: bool = field(default=False, repr=False)
+
+    @cached_property
+    def roots(self) -> list[SourceRoot]:
+        return plan_source_roots(self.settings.search_paths)
+
+    @cached_property
+    def embedder(self) -> EmbeddingProvider:
+        from autorag.embeddings.cache import CachedEmbedder, EmbeddingCache, default_cache_path
+        from autorag.embeddings.registry import get_embedding_provider
+
+        opts = self.settings.embedding
+        options: dict[str, Any] = {"batch_size": opts.batch_size}
+        if opts.base_url:
+            options["base_url"] = opts.base_url
+        if opts.api_key is not None:
+            options["api_key"] = opts.api_key.get_secret_value()
+        provider = get_embedding_provider(opts.provider, opts.model, **options)
+        if not opts.cache:
+            return provider
+        cache_dir = opts.cache_dir
+        path = cache_dir / "embeddings.sqlite" if cache_dir else default_cache_path()
+        cache = EmbeddingCache(path, max_bytes=opts.cache_max_mb * 1024**2)
+        return CachedEmbedder(provider, cache, read_cache=self.read_embedding_cache)
+
+    @cached_property
+    def vectors(self) -> VectorStore:
+        return self.open_vectors()
+
+    def open_vectors(self, *, recreate: bool = False) -> VectorStore:
+        model = self.settings.embedding.model
+        dim = KNOWN_MODEL_DIMS.get(model) or self.embedder.dim
+        store = open_vector_store(
+            self.settings.vector_store,
+            self.workspace.vectors_dir,
+            self.info.vector_table,
+            dim,
+            recreate=recreate,
+        )
+        if recreate:
+            self.__dict__["vectors"] = store  # later users see the new table
+        return store
+
+    @cached_property
+    def fulltext(self) -> FullTextIndex:
+        return open_fulltext(self.catalog.engine, self.settings.search)
+
+    @cached_property
+    def searcher(self) -> HybridSearcher:
+        return HybridSearcher(
+            self.catalog,
+            self.info,
+            self.fulltext,
+            vectors=lambda: self.vectors,
+            embedder=lambda: self.embedder,
+            settings=self.settings.search,
+            roots=self.roots,
+        )
+
+    @cached_property
+    def indexer(self) -> Indexer:
+        return Indexer(self.catalog, self.info, self.vectors, self.embedder, self.settings.ingest)
+
+    def close(self) -> None:
+        if not self._closed:
+            self.catalog.engine.dispose()
+            self._closed = True
+
+
+def open_context(workspace: Workspace, **overrides: Any) -> AppContext:
+    settings = load_settings(workspace.config_file, **overrides)
+    url = settings.database_url or sqlite_url(workspace.database_file)
+    engine = create_catalog_engine(url)
+    migrate(engine)
+    catalog = Catalog(engine)
+    return AppContext(workspace, settings, catalog, catalog.ensure_workspace(settings.workspace))
+
+
+def resolve_search_path(path: str | Path) -> str:
+    return str(Path(path).expanduser().resolve())

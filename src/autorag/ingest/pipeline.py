@@ -1,0 +1,191 @@
+"""Ingest flow: item -> parse -> chunk -> embed (cached) -> catalog + vectors -> ready.
+
+Crash safety: a batch is written to the catalog as ``indexing`` (invisible to search),
+then its vectors are replaced, then it is marked ``ready``. A process killed anywhere in
+between leaves documents that search does not show and that the next refresh redoes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+from autorag.config import IngestSettings
+from autorag.embeddings.base import EmbeddingProvider
+from autorag.ingest.chunker import chunk_document
+from autorag.ingest.guards import IngestLimits
+from autorag.ingest.parsers import parse_file
+from autorag.ingest.parsers.base import ParseError
+from autorag.models import Chunk, ParsedDocument
+from autorag.store.catalog.repository import (
+    Catalog,
+    DocumentMeta,
+    StagedDocument,
+    WorkspaceInfo,
+)
+from autorag.store.vectors.base import VectorRecord, VectorStore
+
+OutcomeStatus = Literal["ready", "failed", "needs_ocr", "unchanged", "deleted"]
+
+
+@dataclass(frozen=True)
+class IngestItem:
+    """Something to index: a file to parse, or a record whose text is already known."""
+
+    meta: DocumentMeta
+    path: Path | None = None
+    parsed: ParsedDocument | None = None
+    # Content hash and status recorded by the last index, to skip unchanged content.
+    known_hash: str | None = None
+    known_status: str | None = None
+    known_document_id: int | None = None
+
+
+@dataclass(frozen=True)
+class IngestOutcome:
+    source_id: str
+    status: OutcomeStatus
+    chunks: int = 0
+    error_code: str | None = None
+    error: str | None = None
+
+
+@dataclass
+class _Prepared:
+    meta: DocumentMeta
+    chunks: list[Chunk]
+
+
+OutcomeHook = Callable[[IngestOutcome], None]
+
+
+def file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def embedding_text(title: str, chunk_text: str) -> str:
+    """What gets embedded: the title gives every chunk its document's context."""
+    return f"{title}\n\n{chunk_text}" if title and not chunk_text.startswith(title) else chunk_text
+
+
+class Indexer:
+    def __init__(
+        self,
+        catalog: Catalog,
+        workspace: WorkspaceInfo,
+        vectors: VectorStore,
+        embedder: EmbeddingProvider,
+        settings: IngestSettings,
+    ) -> None:
+        self.catalog = catalog
+        self.workspace = workspace
+        self.vectors = vectors
+        self.embedder = embedder
+        self.settings = settings
+        self.limits = IngestLimits(
+            max_file_bytes=int(settings.max_file_mb * 1024**2),
+            max_unzipped_bytes=int(settings.max_unzipped_mb * 1024**2),
+        )
+
+    def index(self, items: Iterable[IngestItem], on_outcome: OutcomeHook | None = None) -> None:
+        """Index items in batches of about ``batch_chunks`` chunks."""
+        report = on_outcome or (lambda _outcome: None)
+        batch: list[_Prepared] = []
+        batch_chunks = 0
+        for item in items:
+            prepared = self._prepare(item)
+            if isinstance(prepared, IngestOutcome):
+                report(prepared)
+                continue
+            batch.append(prepared)
+            batch_chunks += len(prepared.chunks)
+            if batch_chunks >= self.settings.batch_chunks:
+                self._write(batch, report)
+                batch, batch_chunks = [], 0
+        if batch:
+            self._write(batch, report)
+
+    def remove(self, document_ids: Sequence[int]) -> None:
+        """Delete documents from every store; ``deleting`` marks unfinished removals."""
+        if not document_ids:
+            return
+        self.catalog.mark_deleting(document_ids)
+        self.vectors.delete_documents(document_ids)
+        self.catalog.delete_documents(document_ids)
+
+    def _prepare(self, item: IngestItem) -> _Prepared | IngestOutcome:
+        meta = item.meta
+        try:
+            if item.path is not None:
+                meta = replace(meta, content_hash=file_hash(item.path))
+                if (
+                    item.known_document_id is not None
+                    and item.known_status == "ready"
+                    and item.known_hash == meta.content_hash
+                ):
+                    self.catalog.touch(item.known_document_id, meta.size, meta.mtime_ns)
+                    return IngestOutcome(meta.source_id, "unchanged")
+                parsed = parse_file(item.path, limits=self.limits)
+            elif item.parsed is not None:
+                parsed = item.parsed
+            else:
+                raise ValueError("an IngestItem needs a path or parsed text")
+        except ParseError as exc:
+            return self._unindexed(meta, "failed", exc.reason, exc.message)
+        except OSError as exc:
+            return self._unindexed(meta, "failed", "unreadable", f"cannot read file: {exc}")
+        meta = replace(
+            meta,
+            doc_type=parsed.doc_type,
+            title=parsed.title or meta.title,
+            pages=parsed.pages,
+        )
+        if parsed.needs_ocr:
+            reason = "no usable text layer (under 100 characters); OCR needed"
+            return self._unindexed(meta, "needs_ocr", "needs_ocr", reason)
+        chunks = chunk_document(
+            parsed, chunk_size=self.settings.chunk_size, overlap=self.settings.chunk_overlap
+        )
+        return _Prepared(meta, chunks)
+
+    def _unindexed(
+        self, meta: DocumentMeta, status: Literal["failed", "needs_ocr"], code: str, reason: str
+    ) -> IngestOutcome:
+        document_id = self.catalog.record_unindexed(self.workspace.id, meta, status, code, reason)
+        self.vectors.delete_documents([document_id])
+        return IngestOutcome(meta.source_id, status, error_code=code, error=reason)
+
+    def _write(self, batch: list[_Prepared], report: OutcomeHook) -> None:
+        texts = [embedding_text(p.meta.title, c.text) for p in batch for c in p.chunks]
+        vectors = self.embedder.embed(texts)
+        written = self.catalog.stage_documents(
+            self.workspace.id, [StagedDocument(p.meta, p.chunks) for p in batch]
+        )
+        records: list[VectorRecord] = []
+        row = 0
+        for prepared in batch:
+            document_id, chunk_ids = written[prepared.meta.source_id]
+            for chunk_id in chunk_ids:
+                records.append(
+                    VectorRecord(
+                        chunk_id,
+                        document_id,
+                        prepared.meta.doc_type,
+                        prepared.meta.doc_date,
+                        vectors[row],
+                    )
+                )
+                row += 1
+        document_ids = [written[p.meta.source_id][0] for p in batch]
+        self.vectors.delete_documents(document_ids)
+        self.vectors.add(records)
+        self.catalog.mark_ready(document_ids, self.embedder.model_id)
+        for prepared in batch:
+            report(IngestOutcome(prepared.meta.source_id, "ready", chunks=len(prepared.chunks)))

@@ -1,0 +1,106 @@
+"""Readiness as seed 000 names it: configured | degraded | unavailable | ready, with why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from autorag.errors import AutoragError
+from autorag.store.catalog.models import DocumentRow
+from autorag.store.catalog.repository import Catalog, WorkspaceInfo
+from autorag.store.vectors.base import VectorStore
+
+ReadinessState = Literal["configured", "degraded", "unavailable", "ready"]
+# Failures that say nothing about the index's health: files we do not read by design.
+_BENIGN_FAILURES = frozenset({"unsupported_type"})
+
+
+@dataclass
+class Readiness:
+    state: ReadinessState
+    reason: str
+    documents: dict[str, int] = field(default_factory=dict)
+    chunks: int = 0
+    vectors: int = 0
+    failed: list[dict[str, Any]] = field(default_factory=list)
+    last_refresh: dict[str, Any] | None = None
+
+
+def check_readiness(
+    catalog: Catalog,
+    workspace: WorkspaceInfo,
+    *,
+    search_paths: list[str],
+    embedding_model: str,
+    vectors: VectorStore | None,
+) -> Readiness:
+    counts = catalog.status_counts(workspace.id)
+    chunks = catalog.chunk_count(workspace.id)
+    failed_rows = catalog.list_documents(workspace.id, status="failed", limit=1000)
+    report = Readiness("ready", "", counts, chunks, failed=[_failure(d) for d in failed_rows])
+    run = catalog.latest_run(workspace.id)
+    if run is not None:
+        report.last_refresh = {
+            "status": run.status,
+            "started_at": run.started_at.isoformat(),
+            "finished_at": run.finished_at.isoformat() if run.finished_at else None,
+            "indexed": run.indexed,
+            "unchanged": run.unchanged,
+            "failed": run.failed,
+            "deleted": run.deleted,
+        }
+    if vectors is None:
+        report.state, report.reason = "unavailable", "vector store could not be opened"
+        return report
+    try:
+        report.vectors = vectors.count()
+    except AutoragError as exc:
+        report.state, report.reason = "unavailable", exc.message
+        return report
+    report.state, report.reason = _judge(
+        report,
+        run_status=run.status if run else None,
+        search_paths=search_paths,
+        stored_models=catalog.embedding_models(workspace.id),
+        model=embedding_model,
+    )
+    return report
+
+
+def _judge(
+    report: Readiness,
+    *,
+    run_status: str | None,
+    search_paths: list[str],
+    stored_models: set[str],
+    model: str,
+) -> tuple[ReadinessState, str]:
+    total = sum(report.documents.values())
+    if run_status is None and total == 0:
+        if not search_paths:
+            return "configured", "no search paths yet: run `autorag add PATH`"
+        return "configured", "never refreshed: run `autorag refresh`"
+    if run_status in ("running", "interrupted"):
+        return "degraded", f"the last refresh was {run_status}: run `autorag refresh` to finish"
+    if run_status == "failed":
+        return "degraded", "the last refresh failed: see `autorag status` and run it again"
+    unfinished = sum(report.documents.get(s, 0) for s in ("pending", "indexing", "deleting"))
+    if unfinished:
+        return "degraded", f"{unfinished} documents are half-indexed: run `autorag refresh`"
+    if stored_models - {model}:
+        return "degraded", (
+            f"documents were embedded with {', '.join(sorted(stored_models - {model}))}, "
+            f"not {model}: vector search is off until `autorag reindex`"
+        )
+    if report.vectors < report.chunks:
+        return "degraded", (
+            f"{report.chunks - report.vectors} chunks have no vector: run `autorag reindex`"
+        )
+    real_failures = [f for f in report.failed if f["code"] not in _BENIGN_FAILURES]
+    if real_failures:
+        return "degraded", f"{len(real_failures)} files failed to index (listed below)"
+    return "ready", f"{report.documents.get('ready', 0)} documents, {report.chunks} chunks indexed"
+
+
+def _failure(document: DocumentRow) -> dict[str, Any]:
+    return {"source_id": document.source_id, "code": document.error_code, "reason": document.error}

@@ -1,0 +1,150 @@
+"""Hybrid search: vector and full-text legs in parallel, fused with RRF, then the
+catalog backstop (ready documents only, filters re-applied) and a deterministic order.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+from autorag.config import SearchSettings
+from autorag.embeddings.base import EmbeddingProvider
+from autorag.models import Diagnostic, SearchFilters, SearchHit, SearchResponse
+from autorag.retrieval.fusion import Fused, rrf_fuse
+from autorag.sources import SourceRoot, to_real_path
+from autorag.store.catalog.repository import Catalog, ChunkView, WorkspaceInfo
+from autorag.store.fulltext.base import FullTextIndex
+from autorag.store.vectors.base import VectorStore
+
+SearchMode = Literal["hybrid", "vector", "fts"]
+_LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-leg")
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    query: str
+    k: int = 10
+    filters: SearchFilters = SearchFilters()
+    mode: SearchMode = "hybrid"
+    per_document: bool = False  # at most one hit (the best chunk) per document
+
+
+class HybridSearcher:
+    def __init__(
+        self,
+        catalog: Catalog,
+        workspace: WorkspaceInfo,
+        fulltext: FullTextIndex,
+        vectors: Callable[[], VectorStore],
+        embedder: Callable[[], EmbeddingProvider],
+        settings: SearchSettings,
+        roots: Sequence[SourceRoot],
+    ) -> None:
+        self.catalog = catalog
+        self.workspace = workspace
+        self.fulltext = fulltext
+        self._vectors = vectors  # opened lazily: an FTS-only search needs no model
+        self._embedder = embedder
+        self.settings = settings
+        self.roots = roots
+
+    def search(self, request: SearchRequest) -> SearchResponse:
+        started = time.perf_counter()
+        diagnostics: list[Diagnostic] = []
+        timings: dict[str, float] = {}
+        depth = max(self.settings.candidate_depth, request.k * (4 if request.per_document else 1))
+        use_vector = request.mode in ("hybrid", "vector") and self._vector_leg_allowed(diagnostics)
+        use_fts = request.mode in ("hybrid", "fts")
+        vector_future = (
+            _LEG_POOL.submit(self._vector_leg, request, depth, timings) if use_vector else None
+        )
+        fts_future = _LEG_POOL.submit(self._fts_leg, request, depth, timings) if use_fts else None
+        legs = {name: _result(f) for name, f in (("vector", vector_future), ("fts", fts_future))}
+        ranked = {name: ids for name, ids in legs.items() if ids is not None}
+        weights = {"vector": self.settings.vector_weight, "fts": self.settings.fts_weight}
+        fused = rrf_fuse(ranked, k=self.settings.rrf_k, weights=weights)
+        hits = self._backstop(fused, request)
+        timings["total_ms"] = (time.perf_counter() - started) * 1000
+        return SearchResponse(hits, diagnostics, timings)
+
+    def _vector_leg_allowed(self, diagnostics: list[Diagnostic]) -> bool:
+        """Guard D-01: never compare vectors from different models."""
+        configured = self._embedder().model_id
+        stored = self.catalog.embedding_models(self.workspace.id)
+        mismatched = sorted(stored - {configured})
+        if mismatched:
+            diagnostics.append(
+                Diagnostic(
+                    "embedding_model_mismatch",
+                    f"documents were embedded with {', '.join(mismatched)} but the configured "
+                    f"model is {configured}: vector search skipped (full-text only); "
+                    "run `autorag reindex` to re-embed",
+                    "warning",
+                )
+            )
+            return False
+        return True
+
+    def _vector_leg(
+        self, request: SearchRequest, depth: int, timings: dict[str, float]
+    ) -> list[int]:
+        started = time.perf_counter()
+        vector = self._embedder().embed_query(request.query)
+        embedded = time.perf_counter()
+        found = self._vectors().search(vector, depth=depth, filters=request.filters)
+        timings["embed_ms"] = (embedded - started) * 1000
+        timings["vector_ms"] = (time.perf_counter() - embedded) * 1000
+        return [chunk_id for chunk_id, _ in found]
+
+    def _fts_leg(self, request: SearchRequest, depth: int, timings: dict[str, float]) -> list[int]:
+        started = time.perf_counter()
+        found = self.fulltext.search(
+            self.workspace.id, request.query, depth=depth, filters=request.filters
+        )
+        timings["fts_ms"] = (time.perf_counter() - started) * 1000
+        return [chunk_id for chunk_id, _ in found]
+
+    def _backstop(self, fused: dict[int, Fused], request: SearchRequest) -> list[SearchHit]:
+        views = self.catalog.visible_chunks(self.workspace.id, fused, request.filters)
+        kept = [(fused[cid], view) for cid, view in views.items()]
+        kept.sort(key=lambda fv: (-fv[0].score, fv[1].document_id, fv[1].chunk_index))
+        hits: list[SearchHit] = []
+        seen_documents: set[int] = set()
+        for entry, view in kept:
+            if request.per_document:
+                if view.document_id in seen_documents:
+                    continue
+                seen_documents.add(view.document_id)
+            hits.append(self._hit(entry, view))
+            if len(hits) == request.k:
+                break
+        return hits
+
+    def _hit(self, entry: Fused, view: ChunkView) -> SearchHit:
+        # Seed 000: local files come back as OS-absolute real paths, datasource
+        # records as their slash identity.
+        source = to_real_path(view.source_id, self.roots) or view.source_id
+        return SearchHit(
+            chunk_id=view.chunk_id,
+            document_id=view.document_id,
+            chunk_index=view.chunk_index,
+            source=source,
+            source_id=view.source_id,
+            title=view.title,
+            doc_type=view.doc_type,
+            text=view.text,
+            page=view.page,
+            paragraph=view.paragraph,
+            char_start=view.char_start,
+            score=entry.score,
+            legs=entry.legs,
+            vector_rank=entry.ranks.get("vector"),
+            fts_rank=entry.ranks.get("fts"),
+        )
+
+
+def _result(future: Future[list[int]] | None) -> list[int] | None:
+    return None if future is None else future.result()

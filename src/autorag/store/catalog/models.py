@@ -1,0 +1,100 @@
+"""Catalog tables: the source of truth. Vector stores hold data derived from these."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from sqlalchemy import (
+    BigInteger,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class WorkspaceRow(Base):
+    __tablename__ = "workspaces"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True)
+    short_id: Mapped[str] = mapped_column(String(16), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DocumentRow(Base):
+    __tablename__ = "documents"
+    __table_args__ = (
+        UniqueConstraint("workspace_id", "source_id", name="uq_documents_workspace_source"),
+        Index("ix_documents_workspace_status", "workspace_id", "status"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    source_id: Mapped[str] = mapped_column(Text)  # canonical virtual id (seed 000)
+    # file: found under a search path; datasource: a record from a connector or benchmark.
+    origin: Mapped[str] = mapped_column(String(16), default="file")
+    title: Mapped[str] = mapped_column(Text, default="")
+    doc_type: Mapped[str] = mapped_column(String(16))
+    size: Mapped[int] = mapped_column(BigInteger, default=0)
+    mtime_ns: Mapped[int] = mapped_column(BigInteger, default=0)
+    content_hash: Mapped[str | None] = mapped_column(String(64))
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    error_code: Mapped[str | None] = mapped_column(String(32))
+    error: Mapped[str | None] = mapped_column(Text)
+    pages: Mapped[int | None] = mapped_column(Integer)
+    chunk_count: Mapped[int] = mapped_column(Integer, default=0)
+    embedding_model: Mapped[str | None] = mapped_column(String(200))
+    doc_date: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(
+        DateTime(timezone=True), default=utcnow, onupdate=utcnow
+    )
+
+
+class ChunkRow(Base):
+    __tablename__ = "chunks"
+    __table_args__ = (Index("ix_chunks_document", "document_id", "chunk_index"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    # The document title, repeated so the full-text index can weigh it per chunk.
+    title: Mapped[str] = mapped_column(Text, default="")
+    text: Mapped[str] = mapped_column(Text)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    page: Mapped[int | None] = mapped_column(Integer)
+    paragraph: Mapped[int] = mapped_column(Integer, default=0)
+    char_start: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class RefreshRunRow(Base):
+    """One `refresh`: readiness is derived from the latest run and document states."""
+
+    __tablename__ = "refresh_runs"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    method: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(16))  # running|completed|interrupted|failed
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    files_seen: Mapped[int] = mapped_column(Integer, default=0)
+    indexed: Mapped[int] = mapped_column(Integer, default=0)
+    unchanged: Mapped[int] = mapped_column(Integer, default=0)
+    failed: Mapped[int] = mapped_column(Integer, default=0)
+    deleted: Mapped[int] = mapped_column(Integer, default=0)
+    error: Mapped[str | None] = mapped_column(Text)

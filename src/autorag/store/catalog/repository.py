@@ -1,0 +1,435 @@
+"""The catalog repository: every read and write services make to the catalog tables."""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from autorag.errors import NotFound
+from autorag.models import Chunk, SearchFilters
+from autorag.store.catalog.models import ChunkRow, DocumentRow, RefreshRunRow, WorkspaceRow, utcnow
+
+VISIBLE_STATUS = "ready"
+
+
+@dataclass(frozen=True)
+class WorkspaceInfo:
+    id: int
+    name: str
+    short_id: str
+
+    @property
+    def vector_table(self) -> str:
+        """``ws_<name>_<shortId>``: one vector table per workspace."""
+        safe = re.sub(r"[^a-z0-9_]", "_", self.name.lower())[:40]
+        return f"ws_{safe}_{self.short_id}"
+
+
+@dataclass(frozen=True)
+class FileState:
+    document_id: int
+    size: int
+    mtime_ns: int
+    status: str
+    content_hash: str | None
+
+
+@dataclass(frozen=True)
+class DocumentMeta:
+    """What the pipeline knows about a document before it is written."""
+
+    source_id: str
+    doc_type: str
+    title: str
+    size: int
+    mtime_ns: int
+    content_hash: str | None
+    doc_date: datetime
+    pages: int | None = None
+    origin: str = "file"
+
+
+@dataclass(frozen=True)
+class StagedDocument:
+    meta: DocumentMeta
+    chunks: Sequence[Chunk]
+
+
+@dataclass(frozen=True)
+class ChunkView:
+    chunk_id: int
+    document_id: int
+    chunk_index: int
+    text: str
+    page: int | None
+    paragraph: int
+    char_start: int
+    source_id: str
+    title: str
+    doc_type: str
+
+
+def filter_clauses(filters: SearchFilters) -> list[ColumnElement[bool]]:
+    """The documentTypes/date predicates on ``documents``; shared by every leg."""
+    clauses: list[ColumnElement[bool]] = []
+    if filters.document_types:
+        clauses.append(DocumentRow.doc_type.in_(filters.document_types))
+    if filters.date_from is not None:
+        clauses.append(DocumentRow.doc_date >= filters.date_from)
+    if filters.date_to is not None:
+        clauses.append(DocumentRow.doc_date < filters.date_to)
+    return clauses
+
+
+class Catalog:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    # -- workspaces -------------------------------------------------------------------
+    def ensure_workspace(self, name: str) -> WorkspaceInfo:
+        with self.engine.begin() as conn:
+            row = conn.execute(select(WorkspaceRow).where(WorkspaceRow.name == name)).first()
+            if row is None:
+                short_id = secrets.token_hex(4)
+                conn.execute(
+                    insert(WorkspaceRow).values(name=name, short_id=short_id, created_at=utcnow())
+                )
+                row = conn.execute(select(WorkspaceRow).where(WorkspaceRow.name == name)).one()
+            return WorkspaceInfo(row.id, row.name, row.short_id)
+
+    # -- refresh bookkeeping ----------------------------------------------------------
+    def file_states(self, workspace_id: int, origin: str = "file") -> dict[str, FileState]:
+        query = select(
+            DocumentRow.source_id,
+            DocumentRow.id,
+            DocumentRow.size,
+            DocumentRow.mtime_ns,
+            DocumentRow.status,
+            DocumentRow.content_hash,
+        ).where(DocumentRow.workspace_id == workspace_id, DocumentRow.origin == origin)
+        with self.engine.connect() as conn:
+            return {r[0]: FileState(r[1], r[2], r[3], r[4], r[5]) for r in conn.execute(query)}
+
+    def stage_documents(
+        self, workspace_id: int, staged: Sequence[StagedDocument]
+    ) -> dict[str, tuple[int, list[int]]]:
+        """Write documents as ``indexing`` with their new chunks, in one transaction.
+
+        Returns ``source_id -> (document_id, chunk ids in chunk order)``. Nothing written
+        here is visible to search until ``mark_ready``.
+        """
+        written: dict[str, tuple[int, list[int]]] = {}
+        with self.engine.begin() as conn:
+            for item in staged:
+                doc_id = self._upsert_document(conn, workspace_id, item.meta, "indexing")
+                conn.execute(delete(ChunkRow).where(ChunkRow.document_id == doc_id))
+                chunk_ids: list[int] = []
+                if item.chunks:
+                    rows = [_chunk_values(doc_id, item.meta.title, c) for c in item.chunks]
+                    result = conn.execute(
+                        insert(ChunkRow).returning(ChunkRow.id, sort_by_parameter_order=True),
+                        rows,
+                    )
+                    chunk_ids = [r[0] for r in result]
+                conn.execute(
+                    update(DocumentRow)
+                    .where(DocumentRow.id == doc_id)
+                    .values(chunk_count=len(chunk_ids))
+                )
+                written[item.meta.source_id] = (doc_id, chunk_ids)
+        return written
+
+    def mark_ready(self, document_ids: Sequence[int], embedding_model: str) -> None:
+        if not document_ids:
+            return
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(DocumentRow)
+                .where(DocumentRow.id.in_(document_ids))
+                .values(
+                    status=VISIBLE_STATUS,
+                    error_code=None,
+                    error=None,
+                    embedding_model=embedding_model,
+                    indexed_at=utcnow(),
+                )
+            )
+
+    def record_unindexed(
+        self, workspace_id: int, meta: DocumentMeta, status: str, code: str, reason: str
+    ) -> int:
+        """Record a file that yields no chunks (failed, needs_ocr) and drop old chunks."""
+        with self.engine.begin() as conn:
+            doc_id = self._upsert_document(conn, workspace_id, meta, status)
+            conn.execute(delete(ChunkRow).where(ChunkRow.document_id == doc_id))
+            conn.execute(
+                update(DocumentRow)
+                .where(DocumentRow.id == doc_id)
+                .values(error_code=code, error=reason, chunk_count=0, embedding_model=None)
+            )
+            return doc_id
+
+    def touch(self, document_id: int, size: int, mtime_ns: int) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(DocumentRow)
+                .where(DocumentRow.id == document_id)
+                .values(size=size, mtime_ns=mtime_ns)
+            )
+
+    def mark_deleting(self, document_ids: Sequence[int]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(DocumentRow)
+                .where(DocumentRow.id.in_(document_ids))
+                .values(status="deleting")
+            )
+
+    def delete_documents(self, document_ids: Sequence[int]) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(document_ids)))
+            conn.execute(delete(DocumentRow).where(DocumentRow.id.in_(document_ids)))
+
+    def documents_with_status(self, workspace_id: int, status: str) -> list[int]:
+        query = select(DocumentRow.id).where(
+            DocumentRow.workspace_id == workspace_id, DocumentRow.status == status
+        )
+        with self.engine.connect() as conn:
+            return [r[0] for r in conn.execute(query)]
+
+    def _upsert_document(
+        self, conn: Connection, workspace_id: int, meta: DocumentMeta, status: str
+    ) -> int:
+        values = {
+            "title": meta.title,
+            "doc_type": meta.doc_type,
+            "size": meta.size,
+            "mtime_ns": meta.mtime_ns,
+            "content_hash": meta.content_hash,
+            "status": status,
+            "pages": meta.pages,
+            "doc_date": meta.doc_date,
+            "origin": meta.origin,
+            "updated_at": utcnow(),
+        }
+        existing = conn.execute(
+            select(DocumentRow.id).where(
+                DocumentRow.workspace_id == workspace_id, DocumentRow.source_id == meta.source_id
+            )
+        ).scalar()
+        if existing is not None:
+            conn.execute(update(DocumentRow).where(DocumentRow.id == existing).values(**values))
+            return int(existing)
+        result = conn.execute(
+            insert(DocumentRow)
+            .values(
+                workspace_id=workspace_id,
+                source_id=meta.source_id,
+                chunk_count=0,
+                created_at=utcnow(),
+                **values,
+            )
+            .returning(DocumentRow.id)
+        )
+        return int(result.scalar_one())
+
+    # -- reads for search ---------------------------------------------------------------
+    def visible_chunks(
+        self, workspace_id: int, chunk_ids: Iterable[int], filters: SearchFilters
+    ) -> dict[int, ChunkView]:
+        """The post-retrieval backstop: chunks of ready documents that pass the filters."""
+        ids = list(set(chunk_ids))
+        if not ids:
+            return {}
+        query = (
+            select(
+                ChunkRow.id,
+                ChunkRow.document_id,
+                ChunkRow.chunk_index,
+                ChunkRow.text,
+                ChunkRow.page,
+                ChunkRow.paragraph,
+                ChunkRow.char_start,
+                DocumentRow.source_id,
+                DocumentRow.title,
+                DocumentRow.doc_type,
+            )
+            .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
+            .where(
+                ChunkRow.id.in_(ids),
+                DocumentRow.workspace_id == workspace_id,
+                DocumentRow.status == VISIBLE_STATUS,
+                *filter_clauses(filters),
+            )
+        )
+        with self.engine.connect() as conn:
+            return {r[0]: ChunkView(*r) for r in conn.execute(query)}  # type: ignore[call-arg]
+
+    def embedding_models(self, workspace_id: int) -> set[str]:
+        query = (
+            select(DocumentRow.embedding_model)
+            .where(
+                DocumentRow.workspace_id == workspace_id,
+                DocumentRow.status == VISIBLE_STATUS,
+                DocumentRow.chunk_count > 0,
+            )
+            .distinct()
+        )
+        with self.engine.connect() as conn:
+            return {r[0] for r in conn.execute(query) if r[0]}
+
+    def iter_chunks(self, workspace_id: int, batch: int = 512) -> Iterator[list[ChunkReindexRow]]:
+        """Every chunk of the workspace's indexed documents, in batches (for reindex)."""
+        query = (
+            select(
+                ChunkRow.id,
+                ChunkRow.document_id,
+                ChunkRow.title,
+                ChunkRow.text,
+                ChunkRow.content_hash,
+                DocumentRow.doc_type,
+                DocumentRow.doc_date,
+            )
+            .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
+            .where(
+                DocumentRow.workspace_id == workspace_id,
+                DocumentRow.status.in_((VISIBLE_STATUS, "indexing")),
+            )
+            .order_by(ChunkRow.id)
+        )
+        with self.engine.connect() as conn:
+            result = conn.execute(query)
+            while rows := result.fetchmany(batch):
+                yield [ChunkReindexRow(*r) for r in rows]
+
+    # -- documents ----------------------------------------------------------------------
+    def list_documents(
+        self,
+        workspace_id: int,
+        *,
+        status: str | None = None,
+        doc_type: str | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[DocumentRow]:
+        query = select(DocumentRow).where(DocumentRow.workspace_id == workspace_id)
+        if status:
+            query = query.where(DocumentRow.status == status)
+        if doc_type:
+            query = query.where(DocumentRow.doc_type == doc_type)
+        query = query.order_by(DocumentRow.source_id).limit(limit).offset(offset)
+        with Session(self.engine, expire_on_commit=False) as session:
+            return list(session.scalars(query))
+
+    def get_document(self, workspace_id: int, ref: str) -> DocumentRow:
+        """A document by numeric id or by canonical source id."""
+        where = DocumentRow.id == int(ref) if ref.isdigit() else DocumentRow.source_id == ref
+        query = select(DocumentRow).where(DocumentRow.workspace_id == workspace_id, where)
+        with Session(self.engine, expire_on_commit=False) as session:
+            document = session.scalars(query).first()
+        if document is None:
+            raise NotFound(f"no document {ref!r} in this workspace")
+        return document
+
+    def document_chunks(self, document_id: int) -> list[ChunkRow]:
+        query = (
+            select(ChunkRow)
+            .where(ChunkRow.document_id == document_id)
+            .order_by(ChunkRow.chunk_index)
+        )
+        with Session(self.engine, expire_on_commit=False) as session:
+            return list(session.scalars(query))
+
+    def status_counts(self, workspace_id: int) -> dict[str, int]:
+        query = (
+            select(DocumentRow.status, func.count())
+            .where(DocumentRow.workspace_id == workspace_id)
+            .group_by(DocumentRow.status)
+        )
+        with self.engine.connect() as conn:
+            return {r[0]: r[1] for r in conn.execute(query)}
+
+    def chunk_count(self, workspace_id: int) -> int:
+        query = (
+            select(func.count(ChunkRow.id))
+            .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
+            .where(DocumentRow.workspace_id == workspace_id, DocumentRow.status == VISIBLE_STATUS)
+        )
+        with self.engine.connect() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    # -- refresh runs -------------------------------------------------------------------
+    def start_run(self, workspace_id: int, method: str) -> int:
+        with self.engine.begin() as conn:
+            # A run still marked running was killed: its lock is gone, so it is not live.
+            conn.execute(
+                update(RefreshRunRow)
+                .where(
+                    RefreshRunRow.workspace_id == workspace_id, RefreshRunRow.status == "running"
+                )
+                .values(status="interrupted", finished_at=utcnow())
+            )
+            result = conn.execute(
+                insert(RefreshRunRow)
+                .values(
+                    workspace_id=workspace_id,
+                    method=method,
+                    status="running",
+                    started_at=utcnow(),
+                    files_seen=0,
+                    indexed=0,
+                    unchanged=0,
+                    failed=0,
+                    deleted=0,
+                )
+                .returning(RefreshRunRow.id)
+            )
+            return int(result.scalar_one())
+
+    def finish_run(self, run_id: int, status: str, **counts: int | str | None) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                update(RefreshRunRow)
+                .where(RefreshRunRow.id == run_id)
+                .values(status=status, finished_at=utcnow(), **counts)
+            )
+
+    def latest_run(self, workspace_id: int) -> RefreshRunRow | None:
+        query = (
+            select(RefreshRunRow)
+            .where(RefreshRunRow.workspace_id == workspace_id)
+            .order_by(RefreshRunRow.id.desc())
+            .limit(1)
+        )
+        with Session(self.engine, expire_on_commit=False) as session:
+            return session.scalars(query).first()
+
+
+@dataclass(frozen=True)
+class ChunkReindexRow:
+    chunk_id: int
+    document_id: int
+    title: str
+    text: str
+    content_hash: str
+    doc_type: str
+    doc_date: datetime
+
+
+def _chunk_values(document_id: int, title: str, chunk: Chunk) -> dict[str, object]:
+    return {
+        "document_id": document_id,
+        "chunk_index": chunk.index,
+        "title": title,
+        "text": chunk.text,
+        "content_hash": chunk.content_hash,
+        "page": chunk.page,
+        "paragraph": chunk.paragraph,
+        "char_start": chunk.char_start,
+    }

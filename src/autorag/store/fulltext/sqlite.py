@@ -1,0 +1,57 @@
+"""Full-text search with SQLite FTS5 (BM25), kept in step with chunks by triggers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Column, Engine, Integer, MetaData, Table, Text, func, literal_column, select
+from sqlalchemy import text as sql_text
+from sqlalchemy.sql.elements import ColumnClause
+
+from autorag.models import SearchFilters
+from autorag.store.catalog.models import ChunkRow, DocumentRow
+from autorag.store.catalog.repository import VISIBLE_STATUS, filter_clauses
+from autorag.store.fulltext.query import keywords
+
+# The FTS5 virtual table created by the catalog migration, described for SQL building.
+_FTS = Table(
+    "chunks_fts", MetaData(), Column("rowid", Integer), Column("title", Text), Column("text", Text)
+)
+_FTS_TABLE: ColumnClause[Any] = literal_column("chunks_fts")
+
+
+class SqliteFullTextIndex:
+    def __init__(self, engine: Engine, *, title_weight: float = 1.0) -> None:
+        self.engine = engine
+        self.title_weight = title_weight
+
+    def search(
+        self, workspace_id: int, query: str, *, depth: int, filters: SearchFilters
+    ) -> list[tuple[int, float]]:
+        words = keywords(query)
+        if not words:
+            return []
+        # Each word quoted, so FTS5 syntax inside a question is never interpreted.
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rank = func.bm25(_FTS_TABLE, self.title_weight, 1.0)
+        statement = (
+            select(ChunkRow.id, rank)
+            .select_from(_FTS)
+            .join(ChunkRow, ChunkRow.id == _FTS.c.rowid)
+            .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
+            .where(
+                _FTS_TABLE.op("MATCH")(match),
+                DocumentRow.workspace_id == workspace_id,
+                DocumentRow.status == VISIBLE_STATUS,
+                *filter_clauses(filters),
+            )
+            .order_by(rank)
+            .limit(depth)
+        )
+        with self.engine.connect() as conn:
+            # bm25() is lower-is-better; negate so every leg reports higher-is-better.
+            return [(row[0], -row[1]) for row in conn.execute(statement)]
+
+    def rebuild(self) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(sql_text("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')"))

@@ -1,0 +1,48 @@
+"""The vector store protocol: derived data keyed by chunk id, rebuildable from the catalog."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from autorag.models import SearchFilters
+
+
+@dataclass(frozen=True)
+class VectorRecord:
+    chunk_id: int
+    document_id: int
+    doc_type: str
+    doc_date: datetime
+    vector: npt.NDArray[np.float32]
+
+
+class VectorStore(Protocol):
+    """One workspace's vectors. Scores are cosine similarity, higher is better."""
+
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        """Append vectors; callers delete a document's old vectors before re-adding."""
+        ...
+
+    def delete_documents(self, document_ids: Sequence[int]) -> None: ...
+
+    def search(
+        self, vector: npt.NDArray[np.float32], *, depth: int, filters: SearchFilters
+    ) -> list[tuple[int, float]]:
+        """``(chunk_id, similarity)`` best first; filters applied before the ANN search."""
+        ...
+
+    def count(self) -> int: ...
+
+    def document_ids(self) -> set[int]: ...
+
+    def optimize(self) -> None:
+        """Compact after many writes; build an ANN index once the table is large."""
+        ...
+
+    def drop(self) -> None: ...

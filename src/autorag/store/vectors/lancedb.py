@@ -1,0 +1,130 @@
+"""Vectors in LanceDB (embedded): one table per workspace."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+
+from autorag.errors import Unavailable
+from autorag.models import SearchFilters
+from autorag.store.vectors.base import VectorRecord
+
+log = logging.getLogger(__name__)
+
+# Below this many rows an exact scan is fast (a few ms) and exact; above it, an ANN index.
+ANN_INDEX_MIN_ROWS = 100_000
+
+
+class LanceVectorStore:
+    def __init__(
+        self, directory: Path, table_name: str, dim: int, *, recreate: bool = False
+    ) -> None:
+        import lancedb  # deferred: importing lancedb costs start-up time
+
+        self.dim = dim
+        self.table_name = table_name
+        self._schema = pa.schema(
+            [
+                ("chunk_id", pa.int64()),
+                ("document_id", pa.int64()),
+                ("doc_type", pa.string()),
+                ("doc_date", pa.timestamp("us", tz="UTC")),
+                ("vector", pa.list_(pa.float32(), dim)),
+            ]
+        )
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            self._db = lancedb.connect(str(directory))
+            if recreate:
+                self._db.drop_table(table_name, ignore_missing=True)
+            self._table = self._db.create_table(table_name, schema=self._schema, exist_ok=True)
+        except Exception as exc:
+            raise Unavailable(f"vector store at {directory} unavailable: {exc}") from exc
+        stored_dim = self._table.schema.field("vector").type.list_size
+        if stored_dim != dim:
+            raise Unavailable(
+                f"vector table {table_name} holds {stored_dim}-dim vectors but the embedding "
+                f"model makes {dim}-dim ones: run `autorag reindex`"
+            )
+
+    def add(self, records: Sequence[VectorRecord]) -> None:
+        if not records:
+            return
+        ids = [r.chunk_id for r in records]
+        vectors = np.stack([r.vector for r in records]).astype(np.float32, copy=False)
+        batch = pa.table(
+            {
+                "chunk_id": pa.array(ids, pa.int64()),
+                "document_id": pa.array([r.document_id for r in records], pa.int64()),
+                "doc_type": pa.array([r.doc_type for r in records], pa.string()),
+                "doc_date": pa.array([r.doc_date for r in records], pa.timestamp("us", tz="UTC")),
+                "vector": pa.FixedSizeListArray.from_arrays(
+                    pa.array(vectors.reshape(-1), pa.float32()), self.dim
+                ),
+            },
+            schema=self._schema,
+        )
+        self._table.add(batch)
+
+    def delete_documents(self, document_ids: Sequence[int]) -> None:
+        for start in range(0, len(document_ids), 1000):
+            part = document_ids[start : start + 1000]
+            self._table.delete(f"document_id IN ({_int_list(part)})")
+
+    def search(
+        self, vector: npt.NDArray[np.float32], *, depth: int, filters: SearchFilters
+    ) -> list[tuple[int, float]]:
+        query: Any = self._table.search(vector.astype(np.float32)).distance_type("cosine")  # type: ignore[attr-defined]
+        where = _where(filters)
+        if where:
+            query = query.where(where, prefilter=True)
+        table = query.limit(depth).select(["chunk_id", "_distance"]).to_arrow()
+        ids = table.column("chunk_id").to_pylist()
+        distances = table.column("_distance").to_pylist()
+        return [(int(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def count(self) -> int:
+        return int(self._table.count_rows())
+
+    def document_ids(self) -> set[int]:
+        column = self._table.to_arrow().column("document_id")
+        return {int(x) for x in column.unique().to_pylist()}
+
+    def optimize(self) -> None:
+        self._table.optimize()
+        rows = self.count()
+        if rows >= ANN_INDEX_MIN_ROWS:
+            log.info("building ANN index over %d vectors", rows)
+            self._table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", replace=True)
+
+    def drop(self) -> None:
+        self._db.drop_table(self.table_name)
+
+
+def _int_list(values: Sequence[int]) -> str:
+    return ", ".join(str(int(v)) for v in values)
+
+
+def _where(filters: SearchFilters) -> str:
+    """Filters as a Lance SQL predicate. Types are escaped; dates are formatted by us."""
+    parts: list[str] = []
+    if filters.document_types:
+        quoted = ", ".join("'" + t.replace("'", "''") + "'" for t in filters.document_types)
+        parts.append(f"doc_type IN ({quoted})")
+    if filters.date_from is not None:
+        parts.append(f"doc_date >= {_timestamp(filters.date_from)}")
+    if filters.date_to is not None:
+        parts.append(f"doc_date < {_timestamp(filters.date_to)}")
+    return " AND ".join(parts)
+
+
+def _timestamp(value: datetime) -> str:
+    utc = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    return f"TIMESTAMP '{utc:%Y-%m-%d %H:%M:%S.%f}'"
