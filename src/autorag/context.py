@@ -88,7 +88,13 @@ class AppContext:
 
     @cached_property
     def indexer(self) -> Indexer:
-        return Indexer(self.catalog, self.info, self.vectors, self.embedder, self.settings.ingest)
+        return Indexer(
+            self.catalog,
+            self.info,
+            vectors=lambda: self.vectors,
+            embedder=lambda: self.embedder,
+            settings=self.settings.ingest,
+        )
 
     def close(self) -> None:
         if not self._closed:

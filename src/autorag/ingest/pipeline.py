@@ -80,19 +80,29 @@ class Indexer:
         self,
         catalog: Catalog,
         workspace: WorkspaceInfo,
-        vectors: VectorStore,
-        embedder: EmbeddingProvider,
+        vectors: Callable[[], VectorStore],
+        embedder: Callable[[], EmbeddingProvider],
         settings: IngestSettings,
     ) -> None:
         self.catalog = catalog
         self.workspace = workspace
-        self.vectors = vectors
-        self.embedder = embedder
+        # Opened on first use: a refresh with nothing to do must not pay for loading
+        # the vector store or the embedding model.
+        self._vectors = vectors
+        self._embedder = embedder
         self.settings = settings
         self.limits = IngestLimits(
             max_file_bytes=int(settings.max_file_mb * 1024**2),
             max_unzipped_bytes=int(settings.max_unzipped_mb * 1024**2),
         )
+
+    @property
+    def vectors(self) -> VectorStore:
+        return self._vectors()
+
+    @property
+    def embedder(self) -> EmbeddingProvider:
+        return self._embedder()
 
     def index(self, items: Iterable[IngestItem], on_outcome: OutcomeHook | None = None) -> None:
         """Index items in batches of about ``batch_chunks`` chunks."""
