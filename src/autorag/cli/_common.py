@@ -14,8 +14,8 @@ from rich.console import Console
 from autorag.context import AppContext, open_context
 from autorag.workspace import find_workspace
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)
+err_console = Console(stderr=True, soft_wrap=True)
 
 
 @dataclasses.dataclass

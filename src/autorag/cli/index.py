@@ -20,7 +20,7 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from autorag.cli._common import console, open_app, print_json
+from autorag.cli._common import console, err_console, open_app, print_json
 from autorag.errors import InvalidInput
 from autorag.ingest.minsync import RefreshReport, refresh, refresh_lock
 from autorag.ingest.pipeline import IngestOutcome
@@ -41,7 +41,7 @@ class _ProgressObserver:
 
     def planned(self, to_index: int, unchanged: int, to_delete: int) -> None:
         self.progress.update(self.task, total=to_index)
-        if unchanged or to_delete:
+        if (unchanged or to_delete) and not self.progress.disable:
             self.progress.console.print(
                 f"{unchanged} unchanged, {to_index} to index, {to_delete} to remove"
             )
@@ -135,7 +135,7 @@ def refresh_command(
             _RateColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
-            console=console,
+            console=err_console,  # progress on stderr keeps stdout clean for --json
             disable=as_json,
             transient=False,
         )

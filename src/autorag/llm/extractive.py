@@ -15,6 +15,7 @@ from autorag.llm.base import ChatMessage, LLMDelta, ToolCall, ToolSpec
 from autorag.models import Citation
 from autorag.store.fulltext.query import keywords
 
+RELATIVE_CUTOFF = 0.5
 NO_ANSWER = "I could not find an answer to this in the indexed documents."
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-*•]|\d+[.)])")
 _TOKEN = re.compile(r"\S+\s*")
@@ -71,6 +72,8 @@ def compose_answer(question: str, citations: Sequence[Citation], *, max_sentence
     best = sorted((x for x in scored if x[0] > 0), key=lambda x: -x[0])[:max_sentences]
     if not best:
         return NO_ANSWER
+    # Sentences far weaker than the best one dilute the answer more than they add.
+    best = [x for x in best if x[0] >= RELATIVE_CUTOFF * best[0][0]]
     chosen = sorted((s for _, s in best), key=lambda s: (s.citation.number, s.position))
     return " ".join(f"{_clean(s.text)} [{s.citation.number}]" for s in chosen)
 

@@ -1,0 +1,5 @@
+"""``python -m autorag``: the same as the ``autorag`` command."""
+
+from autorag.cli.main import run
+
+run()

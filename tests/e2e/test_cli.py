@@ -1,0 +1,138 @@
+"""The ``autorag`` command as a user runs it: a subprocess on a temporary workspace."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.samples import write_corpus
+
+AUTORAG = [sys.executable, "-m", "autorag"]
+
+
+def run(workspace: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(
+        [*AUTORAG, "-w", str(workspace), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **(env or {})},
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"autorag {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
+    return result.stdout if check else result.stdout + result.stderr
+
+
+def run_json(workspace: Path, *args: str) -> Any:
+    return json.loads(run(workspace, *args, "--json"))
+
+
+def test_index_search_ask_and_manage_documents(tmp_path: Path) -> None:
+    docs = tmp_path / "policies"
+    write_corpus(docs)
+    kb = tmp_path / "kb"
+    subprocess.run([*AUTORAG, "init", str(kb)], check=True, capture_output=True)
+    assert (kb / "autorag.toml").is_file() and (kb / ".autorag").is_dir()
+    assert run_json(kb, "status")["state"] == "configured"
+
+    run(kb, "add", str(docs))
+    report = run_json(kb, "refresh")
+    assert report["indexed"] == 8 and report["failed"] == 0
+    status = run_json(kb, "status")
+    assert status["state"] == "ready", status
+    assert status["documents"] == {"ready": 8}
+
+    hits = run_json(kb, "search", "refund window", "-k", "3")["hits"]
+    assert hits[0]["source"] == str(docs / "refunds.pdf")
+    assert hits[0]["source_id"] == "/policies/refunds.pdf"
+    only_md = run_json(kb, "search", "warranty refund", "--type", "md")["hits"]
+    assert {h["doc_type"] for h in only_md} == {"md"}
+
+    answer = run(kb, "ask", "How long is the refund window?")
+    assert "thirty days" in answer and "[1]" in answer
+    assert "Sources" in answer and str(docs / "refunds.pdf") in answer
+
+    listed = run_json(kb, "docs", "list")
+    assert len(listed) == 8
+    shown = run_json(kb, "docs", "show", "/policies/refunds.pdf", "--chunks")
+    assert shown["pages"] == 2 and shown["chunk_list"][1]["page"] == 2
+    run(kb, "docs", "rm", "/policies/notes.txt")
+    assert all(h["source_id"] != "/policies/notes.txt" for h in run_json(kb, "search", "office cat")["hits"])
+
+    run(kb, "reindex")
+    assert run_json(kb, "search", "office cat", "--mode", "vector", "-k", "1")["hits"]
+    assert run_json(kb, "status")["state"] == "ready"
+
+
+def test_bad_input_gets_one_clear_line_and_a_non_zero_exit(tmp_path: Path) -> None:
+    kb = tmp_path / "kb"
+    subprocess.run([*AUTORAG, "init", str(kb)], check=True, capture_output=True)
+    missing = run(kb, "add", str(tmp_path / "nope"), check=False)
+    assert "is not a folder" in missing and "Traceback" not in missing
+    bad_date = run(kb, "search", "x", "--from", "yesterday", check=False)
+    assert "not an ISO date" in bad_date and "Traceback" not in bad_date
+    nowhere = subprocess.run(
+        [*AUTORAG, "-w", str(tmp_path / "none"), "status"], capture_output=True, text=True
+    )
+    assert nowhere.returncode == 3 and "no AutoRAG workspace" in nowhere.stderr
+
+
+def _db_counts(kb: Path) -> dict[str, int]:
+    database = kb / ".autorag" / "autorag.db"
+    if not database.exists():
+        return {}
+    try:
+        with sqlite3.connect(database, timeout=30) as conn:
+            rows = conn.execute("SELECT status, count(*) FROM documents GROUP BY status")
+            return dict(rows.fetchall())
+    except sqlite3.OperationalError:  # the refresh is still creating the schema
+        return {}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_refresh_interrupted_midway_then_resumed(tmp_path: Path, sig: signal.Signals) -> None:
+    docs = tmp_path / "many"
+    docs.mkdir()
+    total = 300
+    for i in range(total):
+        (docs / f"note-{i:03}.md").write_text(f"# Note {i}\n\nLighthouse log entry {i}: calm seas.")
+    kb = tmp_path / "kb"
+    subprocess.run([*AUTORAG, "init", str(kb)], check=True, capture_output=True)
+    run(kb, "add", str(docs))
+    env = {**os.environ, "AUTORAG_INGEST__BATCH_CHUNKS": "4"}
+    process = subprocess.Popen(
+        [*AUTORAG, "-w", str(kb), "refresh"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and process.poll() is None:
+        if _db_counts(kb).get("ready", 0) >= 20:
+            break
+        time.sleep(0.05)
+    assert process.poll() is None, "refresh finished before it could be interrupted"
+    process.send_signal(sig)
+    process.wait(timeout=60)
+    ready_at_kill = _db_counts(kb).get("ready", 0)
+    assert 20 <= ready_at_kill < total
+
+    # Whatever search shows is complete: every hit belongs to a ready document.
+    hits = run_json(kb, "search", "lighthouse calm seas", "-k", "1000", "--mode", "fts")["hits"]
+    assert len(hits) == ready_at_kill
+    state = run_json(kb, "status")
+    assert state["state"] == "degraded" and "refresh" in state["reason"]
+
+    report = run_json(kb, "refresh")
+    assert report["indexed"] + report["unchanged"] == total
+    assert _db_counts(kb) == {"ready": total}
+    status = run_json(kb, "status")
+    assert status["state"] == "ready" and status["vectors"] == status["chunks"] == total
+    hits = run_json(kb, "search", "lighthouse calm seas", "-k", "1000", "--per-document")["hits"]
+    assert len({h["source_id"] for h in hits}) == total
