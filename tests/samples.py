@@ -96,7 +96,9 @@ def write_corpus(folder: Path) -> dict[str, Path]:
             "<html><head><title>FAQ</title><script>var x='noise';</script></head>"
             "<body><h1>FAQ</h1><p>Gift cards never expire at Northwind.</p></body></html>",
         ),
-        "md": _write(folder / "warranty.md", "# Warranty\n\nThe warranty covers hinges for five years.\n"),
+        "md": _write(
+            folder / "warranty.md", "# Warranty\n\nThe warranty covers hinges for five years.\n"
+        ),
         "txt": _write(folder / "notes.txt", "The office cat is called Pixel.\n"),
     }
 

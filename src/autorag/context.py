@@ -102,7 +102,7 @@ class AppContext:
             self._closed = True
 
 
-def open_context(workspace: Workspace, **overrides: Any) -> AppContext:
+def open_context(workspace: Workspace, /, **overrides: Any) -> AppContext:
     settings = load_settings(workspace.config_file, **overrides)
     url = settings.database_url or sqlite_url(workspace.database_file)
     engine = create_catalog_engine(url)

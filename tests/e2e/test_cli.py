@@ -66,7 +66,10 @@ def test_index_search_ask_and_manage_documents(tmp_path: Path) -> None:
     shown = run_json(kb, "docs", "show", "/policies/refunds.pdf", "--chunks")
     assert shown["pages"] == 2 and shown["chunk_list"][1]["page"] == 2
     run(kb, "docs", "rm", "/policies/notes.txt")
-    assert all(h["source_id"] != "/policies/notes.txt" for h in run_json(kb, "search", "office cat")["hits"])
+    assert all(
+        h["source_id"] != "/policies/notes.txt"
+        for h in run_json(kb, "search", "office cat")["hits"]
+    )
 
     run(kb, "reindex")
     assert run_json(kb, "search", "office cat", "--mode", "vector", "-k", "1")["hits"]
@@ -110,7 +113,10 @@ def test_refresh_interrupted_midway_then_resumed(tmp_path: Path, sig: signal.Sig
     run(kb, "add", str(docs))
     env = {**os.environ, "AUTORAG_INGEST__BATCH_CHUNKS": "4"}
     process = subprocess.Popen(
-        [*AUTORAG, "-w", str(kb), "refresh"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        [*AUTORAG, "-w", str(kb), "refresh"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and process.poll() is None:

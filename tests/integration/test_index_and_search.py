@@ -9,19 +9,18 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import update
+from tests.samples import write_corpus
 
 from autorag.context import AppContext, open_context
+from autorag.ingest.chunker import chunk_document
 from autorag.ingest.minsync import refresh
-from autorag.ingest.readiness import check_readiness
-from autorag.models import SearchFilters
+from autorag.ingest.readiness import Readiness, check_readiness
+from autorag.models import ParsedDocument, SearchFilters, Segment
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.models import DocumentRow
 from autorag.store.catalog.repository import DocumentMeta, StagedDocument
-from autorag.ingest.chunker import chunk_document
-from autorag.models import ParsedDocument, Segment
 from autorag.workspace import init_workspace
-from tests.samples import write_corpus
 
 FACTS = {
     "pdf": ("How long is the refund window?", "refunds.pdf"),
@@ -50,6 +49,16 @@ def _refresh(app: AppContext) -> object:
     return refresh(app.catalog, app.info, app.indexer, app.roots, ignore=app.settings.ingest.ignore)
 
 
+def _readiness(app: AppContext) -> Readiness:
+    return check_readiness(
+        app.catalog,
+        app.info,
+        search_paths=app.settings.search_paths,
+        embedding_model=app.embedder.model_id,
+        vectors=app.vectors,
+    )
+
+
 def _search(app: AppContext, query: str, **kwargs: object) -> list[str]:
     response = app.searcher.search(SearchRequest(query, **kwargs))  # type: ignore[arg-type]
     return [Path(hit.source).name for hit in response.hits]
@@ -70,7 +79,7 @@ def test_hits_carry_real_paths_ids_pages_and_legs(app: AppContext) -> None:
     assert hit.source_id == f"/{docs_root.prefix}/refunds.pdf"  # catalog: virtual id
     assert hit.page == 2
     assert hit.legs == "both"
-    assert hit.text[hit.char_start - hit.char_start :].startswith("Refund policy") or hit.text
+    assert hit.text.startswith("The refund window is thirty days")
 
 
 def test_type_and_date_filters_apply_in_both_legs(app: AppContext) -> None:
@@ -84,11 +93,16 @@ def test_type_and_date_filters_apply_in_both_legs(app: AppContext) -> None:
     assert {h.doc_type for h in only_pdf.hits} == {"pdf"}
     for mode in ("fts", "vector", "hybrid"):
         in_2020 = _search(
-            app, "warranty hinges", k=10, mode=mode,
+            app,
+            "warranty hinges",
+            k=10,
+            mode=mode,
             filters=build_filters(date_from="2020-06-01", date_to="2020-06-01"),
         )
         assert in_2020 == ["warranty.md"], mode
-        after = _search(app, "warranty hinges", k=10, mode=mode, filters=build_filters(date_from="2021-01-01"))
+        after = _search(
+            app, "warranty hinges", k=10, mode=mode, filters=build_filters(date_from="2021-01-01")
+        )
         assert "warranty.md" not in after, mode
 
 
@@ -99,10 +113,7 @@ def test_guard_d01_skips_vectors_when_models_differ(app: AppContext) -> None:
     response = app.searcher.search(SearchRequest("refund window", k=5))
     assert [d.code for d in response.diagnostics] == ["embedding_model_mismatch"]
     assert response.hits and {h.legs for h in response.hits} == {"fts"}
-    readiness = check_readiness(
-        app.catalog, app.info, search_paths=app.settings.search_paths,
-        embedding_model=app.embedder.model_id, vectors=app.vectors,
-    )
+    readiness = _readiness(app)
     assert readiness.state == "degraded" and "reindex" in readiness.reason
 
 
@@ -121,7 +132,9 @@ def test_minsync_skips_unchanged_and_reembeds_only_touched_chunks(app: AppContex
     misses_before = embedder.misses  # type: ignore[attr-defined]
     third = _refresh(app)
     assert third.indexed == 1  # type: ignore[attr-defined]
-    total_chunks = app.catalog.get_document(app.info.id, f"/{app.roots[0].prefix}/handbook.md").chunk_count
+    total_chunks = app.catalog.get_document(
+        app.info.id, f"/{app.roots[0].prefix}/handbook.md"
+    ).chunk_count
     re_embedded = embedder.misses - misses_before  # type: ignore[attr-defined]
     assert 1 <= re_embedded <= 3 < total_chunks
     assert _search(app, "when does the lighthouse keeper retire", k=1) == ["handbook.md"]
@@ -143,8 +156,13 @@ def test_half_indexed_documents_are_invisible_until_refresh_finishes(app: AppCon
     # What a kill between the catalog write and the vector write leaves behind.
     parsed = ParsedDocument([Segment("The submarine dock opens at dawn.")], title="dock")
     meta = DocumentMeta(
-        source_id=f"/{app.roots[0].prefix}/dock.txt", doc_type="txt", title="dock", size=1,
-        mtime_ns=1, content_hash="x", doc_date=datetime.now(UTC),
+        source_id=f"/{app.roots[0].prefix}/dock.txt",
+        doc_type="txt",
+        title="dock",
+        size=1,
+        mtime_ns=1,
+        content_hash="x",
+        doc_date=datetime.now(UTC),
     )
     app.catalog.stage_documents(app.info.id, [StagedDocument(meta, chunk_document(parsed))])
     assert "dock.txt" not in _search(app, "submarine dock dawn", k=10, mode="fts")
@@ -161,10 +179,7 @@ def test_failures_are_recorded_with_reasons_and_the_rest_continues(app: AppConte
     codes = {Path(f.source_id).name: f.error_code for f in report.failures}  # type: ignore[attr-defined]
     assert codes == {"broken.pdf": "corrupt", "image.xyz": "unsupported_type"}
     assert report.indexed == len(FACTS)  # type: ignore[attr-defined]
-    readiness = check_readiness(
-        app.catalog, app.info, search_paths=app.settings.search_paths,
-        embedding_model=app.embedder.model_id, vectors=app.vectors,
-    )
+    readiness = _readiness(app)
     assert readiness.state == "degraded"
     assert {f["code"] for f in readiness.failed} == {"corrupt", "unsupported_type"}
 

@@ -12,7 +12,7 @@ import typer
 from rich.console import Console
 
 from autorag.context import AppContext, open_context
-from autorag.workspace import find_workspace
+from autorag.workspace import Workspace, find_workspace
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -23,9 +23,13 @@ class CliState:
     workspace: Path | None = None
 
 
-def open_app(ctx: typer.Context, **overrides: Any) -> AppContext:
+def current_workspace(ctx: typer.Context) -> Workspace:
     state = ctx.find_object(CliState) or CliState()
-    return open_context(find_workspace(state.workspace), **overrides)
+    return find_workspace(state.workspace)
+
+
+def open_app(ctx: typer.Context, **overrides: Any) -> AppContext:
+    return open_context(current_workspace(ctx), **overrides)
 
 
 def _default(value: Any) -> Any:

@@ -20,14 +20,14 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from autorag.cli._common import console, err_console, open_app, print_json
+from autorag.cli._common import console, current_workspace, err_console, open_app, print_json
 from autorag.errors import InvalidInput
 from autorag.ingest.minsync import RefreshReport, refresh, refresh_lock
 from autorag.ingest.pipeline import IngestOutcome
 from autorag.ingest.readiness import Readiness, check_readiness
 from autorag.ingest.reindex import reindex
 from autorag.sources import SourceRoot, plan_source_roots
-from autorag.workspace import find_workspace, init_workspace
+from autorag.workspace import init_workspace
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -82,8 +82,8 @@ def add(
     paths: Annotated[list[Path], typer.Argument(help="Folders to index (search paths).")],
 ) -> None:
     """Register folders as search paths (source roots)."""
-    state_ws = find_workspace(ctx.obj.workspace if ctx.obj else None)
-    config = state_ws.read_config()
+    workspace = current_workspace(ctx)
+    config = workspace.read_config()
     search_paths: list[str] = list(config.get("search_paths", []))
     for path in paths:
         resolved = path.expanduser().resolve()
@@ -92,7 +92,7 @@ def add(
         if str(resolved) not in search_paths:
             search_paths.append(str(resolved))
     config["search_paths"] = search_paths
-    state_ws.write_config(config)
+    workspace.write_config(config)
     for root in plan_source_roots(search_paths):
         console.print(f"  /{root.prefix}/  ←  {root.path}")
     console.print("Run `autorag refresh` to index them.")
@@ -103,7 +103,7 @@ def remove(
     paths: Annotated[list[Path], typer.Argument(help="Search paths to stop indexing.")],
 ) -> None:
     """Unregister search paths; their documents leave the index on the next refresh."""
-    workspace = find_workspace(ctx.obj.workspace if ctx.obj else None)
+    workspace = current_workspace(ctx)
     config = workspace.read_config()
     current: list[str] = list(config.get("search_paths", []))
     dropping = {str(p.expanduser().resolve()) for p in paths}

@@ -85,7 +85,7 @@ def ask(
     date_to: ToOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Answer a question from the documents, with numbered [n] citations."""
+    """Answer a question from the documents, with numbered \\[n] citations."""
     filters = build_filters(split_types(doc_type), date_from, date_to)
     app = open_app(ctx)
     provider = get_llm_provider(app.settings.llm_provider)

@@ -332,6 +332,11 @@ class CachedEmbedder:
         self._count_lock = threading.Lock()
 
     @property
+    def inner(self) -> EmbeddingProvider:
+        """The provider behind the cache (benchmarks time it directly)."""
+        return self._inner
+
+    @property
     def model_id(self) -> str:
         return self._inner.model_id
 

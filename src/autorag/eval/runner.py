@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from autorag.context import AppContext, open_context
+from autorag.embeddings.cache import CachedEmbedder
 from autorag.eval.beir import BeirDataset, BeirDoc
 from autorag.eval.metrics import percentile, score_run
 from autorag.ingest.pipeline import IngestItem, IngestOutcome, embedding_text
@@ -133,7 +134,8 @@ def _evaluate(
 
 def _raw_throughput(app: AppContext) -> float:
     """The model's own speed on a random sample of this corpus's chunks, bypassing caches."""
-    provider = getattr(app.embedder, "provider", app.embedder)
+    embedder = app.embedder
+    provider = embedder.inner if isinstance(embedder, CachedEmbedder) else embedder
     batches = list(app.catalog.iter_chunks(app.info.id))
     rows = [row for batch in batches for row in batch]
     sample = random.Random(0).sample(rows, min(RAW_SAMPLE, len(rows)))
@@ -162,7 +164,7 @@ def _score_mode(
             SearchRequest(dataset.queries[query_id], k=100, mode=mode, per_document=True)
         )
         totals.append((time.perf_counter() - started) * 1000)
-        embeds.append(response.timings.get("embed_ms", 0.0))
+        embeds.append(response.timings_ms.get("embed_ms", 0.0))
         run[query_id] = [h.source_id.removeprefix(prefix) for h in response.hits]
         if on_query:
             on_query()

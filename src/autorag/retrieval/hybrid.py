@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from autorag.config import SearchSettings
@@ -27,7 +27,7 @@ _LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-leg")
 class SearchRequest:
     query: str
     k: int = 10
-    filters: SearchFilters = SearchFilters()
+    filters: SearchFilters = field(default_factory=SearchFilters)
     mode: SearchMode = "hybrid"
     per_document: bool = False  # at most one hit (the best chunk) per document
 

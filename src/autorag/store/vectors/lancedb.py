@@ -43,7 +43,7 @@ class LanceVectorStore:
             directory.mkdir(parents=True, exist_ok=True)
             self._db = lancedb.connect(str(directory))
             if recreate:
-                self._db.drop_table(table_name, ignore_missing=True)
+                self._db.drop_table(table_name, ignore_missing=True)  # type: ignore[call-arg]
             self._table = self._db.create_table(table_name, schema=self._schema, exist_ok=True)
         except Exception as exc:
             raise Unavailable(f"vector store at {directory} unavailable: {exc}") from exc
