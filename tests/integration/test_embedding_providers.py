@@ -245,7 +245,7 @@ def test_openai_client_errors_are_not_retried(server: EmbeddingServer, base_url:
 def test_a_response_that_is_not_json_is_unavailable(server: EmbeddingServer, base_url: str) -> None:
     garbled = OpenAIEmbeddingProvider("x", base_url=f"{base_url}/garbled", retry=FAST_RETRY)
 
-    with garbled as provider, pytest.raises(Unavailable, match="invalid JSON"):
+    with garbled as provider, pytest.raises(Unavailable, match="not valid JSON"):
         provider.embed(["x"])
     assert len(server.seen) == 1
 
@@ -305,6 +305,11 @@ def test_nothing_listening_is_unavailable(
     assert f"{closed_port_url}{path}" in caught.value.message
     assert "ConnectError" in caught.value.message
     assert API_KEY not in caught.value.message
+
+
+def test_a_malformed_base_url_fails_at_once() -> None:
+    with ollama("localhost:11434") as provider, pytest.raises(Unavailable, match="bad URL"):
+        provider.embed(["x"])
 
 
 # -- registry ----------------------------------------------------------------------------

@@ -119,14 +119,18 @@ class JsonPoster:
 
         try:
             response = self._http().post(self.url, json=body)
+        except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
+            return _Failure(f"bad URL: {exc}", retriable=False)  # retrying cannot fix config
         except httpx.TransportError as exc:
             # Connection refused, timeouts, dropped connections: the server may come back.
             return _Failure(f"{type(exc).__name__}: {exc}", retriable=True)
         if response.is_success:
             return _decode(response)
         status = response.status_code
+        # One line, however the server formats its error page: the CLI prints one line.
+        snippet = " ".join(response.text.split())[:_ERROR_SNIPPET_CHARS]
         return _Failure(
-            f"HTTP {status}: {response.text[:_ERROR_SNIPPET_CHARS]}",
+            f"HTTP {status}: {snippet}",
             retriable=status == 429 or status >= 500,
             retry_after=_retry_after(response),
         )
@@ -149,7 +153,7 @@ def _decode(response: httpx.Response) -> Any:
     try:
         return response.json()
     except ValueError:
-        return _Failure(f"invalid JSON in the response from {response.url}", retriable=False)
+        return _Failure("the response is not valid JSON", retriable=False)
 
 
 def _retry_after(response: httpx.Response) -> float | None:

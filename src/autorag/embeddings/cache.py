@@ -190,7 +190,7 @@ class EmbeddingCache:
     def _make_room(self, conn: sqlite3.Connection, incoming: int) -> None:
         """Evict least recently used rows if ``incoming`` bytes would pass the budget.
 
-        Reading the page counts costs two header reads, so this runs on every put; the
+        Reading page counts only reads the file header, so this runs on every put; the
         row count is only taken when eviction is due.
         """
         used = _used_bytes(conn)

@@ -110,7 +110,9 @@ def _load_encoder(model_dir: Path, device: str) -> SentenceTransformer:
         from sentence_transformers import SentenceTransformer
     except ImportError as exc:
         raise Unavailable(f"local embeddings need sentence-transformers: {_INSTALL_HINT}") from exc
-    torch.set_num_threads(_usable_cpus())
+    if "OMP_NUM_THREADS" not in os.environ:  # an operator's explicit limit wins
+        # torch stops at the physical cores it detects; we give it every CPU we may use.
+        torch.set_num_threads(_usable_cpus())
     try:
         return SentenceTransformer(str(model_dir), device=device, local_files_only=True)
     except Exception as exc:  # any loader failure means the same thing to callers
