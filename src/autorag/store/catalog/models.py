@@ -72,6 +72,8 @@ class ChunkRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
     chunk_index: Mapped[int] = mapped_column(Integer)
+    # "ws<workspace id>": a token the full-text index matches to stay inside a workspace.
+    scope: Mapped[str] = mapped_column(String(32))
     # The document title, repeated so the full-text index can weigh it per chunk.
     title: Mapped[str] = mapped_column(Text, default="")
     text: Mapped[str] = mapped_column(Text)

@@ -131,7 +131,9 @@ class Catalog:
                 conn.execute(delete(ChunkRow).where(ChunkRow.document_id == doc_id))
                 chunk_ids: list[int] = []
                 if item.chunks:
-                    rows = [_chunk_values(doc_id, item.meta.title, c) for c in item.chunks]
+                    rows = [
+                        _chunk_values(workspace_id, doc_id, item.meta.title, c) for c in item.chunks
+                    ]
                     result = conn.execute(
                         insert(ChunkRow).returning(ChunkRow.id, sort_by_parameter_order=True),
                         rows,
@@ -422,9 +424,16 @@ class ChunkReindexRow:
     doc_date: datetime
 
 
-def _chunk_values(document_id: int, title: str, chunk: Chunk) -> dict[str, object]:
+def fulltext_scope(workspace_id: int) -> str:
+    return f"ws{workspace_id}"
+
+
+def _chunk_values(
+    workspace_id: int, document_id: int, title: str, chunk: Chunk
+) -> dict[str, object]:
     return {
         "document_id": document_id,
+        "scope": fulltext_scope(workspace_id),
         "chunk_index": chunk.index,
         "title": title,
         "text": chunk.text,

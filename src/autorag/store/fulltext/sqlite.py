@@ -10,12 +10,17 @@ from sqlalchemy.sql.elements import ColumnClause
 
 from autorag.models import SearchFilters
 from autorag.store.catalog.models import ChunkRow, DocumentRow
-from autorag.store.catalog.repository import VISIBLE_STATUS, filter_clauses
+from autorag.store.catalog.repository import VISIBLE_STATUS, filter_clauses, fulltext_scope
 from autorag.store.fulltext.query import keywords
 
 # The FTS5 virtual table created by the catalog migration, described for SQL building.
 _FTS = Table(
-    "chunks_fts", MetaData(), Column("rowid", Integer), Column("title", Text), Column("text", Text)
+    "chunks_fts",
+    MetaData(),
+    Column("rowid", Integer),
+    Column("scope", Text),
+    Column("title", Text),
+    Column("text", Text),
 )
 _FTS_TABLE: ColumnClause[Any] = literal_column("chunks_fts")
 
@@ -31,23 +36,21 @@ class SqliteFullTextIndex:
         words = keywords(query)
         if not words:
             return []
-        # Each word quoted, so FTS5 syntax inside a question is never interpreted.
-        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        rank = func.bm25(_FTS_TABLE, self.title_weight, 1.0)
-        statement = (
-            select(ChunkRow.id, rank)
-            .select_from(_FTS)
-            .join(ChunkRow, ChunkRow.id == _FTS.c.rowid)
-            .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
-            .where(
-                _FTS_TABLE.op("MATCH")(match),
-                DocumentRow.workspace_id == workspace_id,
-                DocumentRow.status == VISIBLE_STATUS,
-                *filter_clauses(filters),
+        # Each word quoted, so FTS5 syntax inside a question is never interpreted; the
+        # scope token keeps the match inside this workspace without a join.
+        terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        match = f'scope:"{fulltext_scope(workspace_id)}" AND {{title text}}:({terms})'
+        rank = func.bm25(_FTS_TABLE, 0.0, self.title_weight, 1.0)
+        statement = select(_FTS.c.rowid, rank).where(_FTS_TABLE.op("MATCH")(match))
+        if filters.active:
+            # Filters need the documents; unfiltered, the catalog backstop checks
+            # visibility afterwards, which spares a join per matching chunk.
+            statement = (
+                statement.join(ChunkRow, ChunkRow.id == _FTS.c.rowid)
+                .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
+                .where(DocumentRow.status == VISIBLE_STATUS, *filter_clauses(filters))
             )
-            .order_by(rank)
-            .limit(depth)
-        )
+        statement = statement.order_by(rank).limit(depth)
         with self.engine.connect() as conn:
             # bm25() is lower-is-better; negate so every leg reports higher-is-better.
             return [(row[0], -row[1]) for row in conn.execute(statement)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +15,14 @@ import pyarrow as pa
 from autorag.errors import Unavailable
 from autorag.models import SearchFilters
 from autorag.store.vectors.base import VectorRecord
+from autorag.store.vectors.exact import ExactIndex
 
 log = logging.getLogger(__name__)
 
-# Below this many rows an exact scan is fast (a few ms) and exact; above it, an ANN index.
-ANN_INDEX_MIN_ROWS = 100_000
+# Up to this many rows search is an exact scan of an in-memory copy (150 MB at 384
+# dims); above it, LanceDB's ANN index.
+EXACT_MAX_ROWS = 100_000
+ANN_INDEX_MIN_ROWS = EXACT_MAX_ROWS
 
 
 class LanceVectorStore:
@@ -41,12 +44,14 @@ class LanceVectorStore:
         )
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            self._db = lancedb.connect(str(directory))
+            # Interval 0: every read sees writes made by other processes (workers).
+            self._db = lancedb.connect(str(directory), read_consistency_interval=timedelta(0))
             if recreate:
                 self._db.drop_table(table_name, ignore_missing=True)  # type: ignore[call-arg]
             self._table = self._db.create_table(table_name, schema=self._schema, exist_ok=True)
         except Exception as exc:
             raise Unavailable(f"vector store at {directory} unavailable: {exc}") from exc
+        self._exact: tuple[int, ExactIndex] | None = None  # (table version, index)
         stored_dim = self._table.schema.field("vector").type.list_size
         if stored_dim != dim:
             raise Unavailable(
@@ -81,6 +86,9 @@ class LanceVectorStore:
     def search(
         self, vector: npt.NDArray[np.float32], *, depth: int, filters: SearchFilters
     ) -> list[tuple[int, float]]:
+        exact = self._exact_index()
+        if exact is not None:
+            return exact.search(vector, depth=depth, filters=filters)
         query: Any = self._table.search(vector.astype(np.float32)).distance_type("cosine")  # type: ignore[attr-defined]
         where = _where(filters)
         if where:
@@ -89,6 +97,18 @@ class LanceVectorStore:
         ids = table.column("chunk_id").to_pylist()
         distances = table.column("_distance").to_pylist()
         return [(int(i), 1.0 - float(d)) for i, d in zip(ids, distances, strict=True)]
+
+    def _exact_index(self) -> ExactIndex | None:
+        """The in-memory copy, reloaded whenever the table has a new version."""
+        version = self._table.version
+        if self._exact is not None and self._exact[0] == version:
+            return self._exact[1]
+        if self._table.count_rows() > EXACT_MAX_ROWS:
+            self._exact = None
+            return None
+        columns = ["chunk_id", "doc_type", "doc_date", "vector"]
+        self._exact = (version, ExactIndex(self._table.to_arrow().select(columns)))
+        return self._exact[1]
 
     def count(self) -> int:
         return int(self._table.count_rows())

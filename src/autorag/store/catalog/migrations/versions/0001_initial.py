@@ -17,17 +17,19 @@ depends_on = None
 # The FTS5 index reads chunk text from ``chunks`` (external content) and is kept in step
 # by triggers, so it commits in the same transaction as the catalog rows.
 _SQLITE_FTS = [
-    "CREATE VIRTUAL TABLE chunks_fts USING fts5(title, text, content='chunks', "
+    "CREATE VIRTUAL TABLE chunks_fts USING fts5(scope, title, text, content='chunks', "
     "content_rowid='id', tokenize='porter unicode61 remove_diacritics 2')",
     "CREATE TRIGGER chunks_fts_ai AFTER INSERT ON chunks BEGIN "
-    "INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text); END",
+    "INSERT INTO chunks_fts(rowid, scope, title, text) "
+    "VALUES (new.id, new.scope, new.title, new.text); END",
     "CREATE TRIGGER chunks_fts_ad AFTER DELETE ON chunks BEGIN "
-    "INSERT INTO chunks_fts(chunks_fts, rowid, title, text) "
-    "VALUES ('delete', old.id, old.title, old.text); END",
+    "INSERT INTO chunks_fts(chunks_fts, rowid, scope, title, text) "
+    "VALUES ('delete', old.id, old.scope, old.title, old.text); END",
     "CREATE TRIGGER chunks_fts_au AFTER UPDATE ON chunks BEGIN "
-    "INSERT INTO chunks_fts(chunks_fts, rowid, title, text) "
-    "VALUES ('delete', old.id, old.title, old.text); "
-    "INSERT INTO chunks_fts(rowid, title, text) VALUES (new.id, new.title, new.text); END",
+    "INSERT INTO chunks_fts(chunks_fts, rowid, scope, title, text) "
+    "VALUES ('delete', old.id, old.scope, old.title, old.text); "
+    "INSERT INTO chunks_fts(rowid, scope, title, text) "
+    "VALUES (new.id, new.scope, new.title, new.text); END",
 ]
 
 
@@ -79,6 +81,7 @@ def upgrade() -> None:
             nullable=False,
         ),
         sa.Column("chunk_index", sa.Integer, nullable=False),
+        sa.Column("scope", sa.String(32), nullable=False),
         sa.Column("title", sa.Text, nullable=False),
         sa.Column("text", sa.Text, nullable=False),
         sa.Column("content_hash", sa.String(64), nullable=False),
