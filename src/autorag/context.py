@@ -96,6 +96,19 @@ class AppContext:
             settings=self.settings.ingest,
         )
 
+    def for_workspace(self, info: WorkspaceInfo) -> AppContext:
+        """The same catalog, settings and embedding model, scoped to another workspace."""
+        scoped = AppContext(
+            self.workspace,
+            self.settings.model_copy(update={"workspace": info.name}),
+            self.catalog,
+            info,
+            self.read_embedding_cache,
+        )
+        if "embedder" in self.__dict__:
+            scoped.__dict__["embedder"] = self.__dict__["embedder"]  # one model in memory
+        return scoped
+
     def close(self) -> None:
         if not self._closed:
             self.catalog.engine.dispose()

@@ -186,3 +186,15 @@ def test_failures_are_recorded_with_reasons_and_the_rest_continues(app: AppConte
 
 def test_no_filters_matches_search_filters_default() -> None:
     assert not SearchFilters().active
+
+
+def test_workspaces_sharing_a_catalog_never_see_each_other(app: AppContext) -> None:
+    _refresh(app)
+    other = app.for_workspace(app.catalog.ensure_workspace("other"))
+    try:
+        assert other.info.id != app.info.id
+        for mode in ("fts", "vector", "hybrid"):
+            response = other.searcher.search(SearchRequest("refund window", k=10, mode=mode))
+            assert response.hits == [], mode
+    finally:
+        other.close()

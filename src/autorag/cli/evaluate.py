@@ -93,6 +93,7 @@ def _print_report(report: EvalReport) -> None:
         "p95 ms",
         "embed p50",
         "p50 − embed",
+        "k=10 p50 − embed",
         title=f"{report.dataset} ({report.split}: {report.queries} queries, "
         f"{report.documents} docs, {report.chunks} chunks)",
     )
@@ -106,6 +107,7 @@ def _print_report(report: EvalReport) -> None:
             f"{m.latency_p95_ms:.1f}",
             f"{m.embed_p50_ms:.1f}",
             f"{m.search_p50_ms_beyond_embedding:.1f}",
+            f"{m.k10_p50_ms_beyond_embedding:.1f}",
         )
     console.print(table)
     ratio = (

@@ -103,6 +103,13 @@ class Catalog:
                 row = conn.execute(select(WorkspaceRow).where(WorkspaceRow.name == name)).one()
             return WorkspaceInfo(row.id, row.name, row.short_id)
 
+    def get_workspace(self, name: str) -> WorkspaceInfo:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(WorkspaceRow).where(WorkspaceRow.name == name)).first()
+        if row is None:
+            raise NotFound(f"no workspace {name!r}")
+        return WorkspaceInfo(row.id, row.name, row.short_id)
+
     # -- refresh bookkeeping ----------------------------------------------------------
     def file_states(self, workspace_id: int, origin: str = "file") -> dict[str, FileState]:
         query = select(

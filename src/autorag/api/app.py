@@ -1,0 +1,39 @@
+"""The FastAPI application factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from autorag import __version__
+from autorag.api.errors import install_error_handlers
+from autorag.api.routes import health, search
+from autorag.context import AppContext, open_context
+from autorag.workspace import Workspace
+
+
+def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
+    """An app serving ``workspace``; its catalog is opened at start-up, closed at exit."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        context: AppContext = open_context(workspace, **overrides)
+        app.state.context = context
+        try:
+            yield
+        finally:
+            context.close()
+
+    app = FastAPI(
+        title="AutoRAG",
+        version=__version__,
+        description="Local-first knowledge server: hybrid search with cited answers.",
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(search.router)
+    return app

@@ -1,0 +1,87 @@
+"""``POST /api/workspaces/{workspace}/search``: the core hybrid search over HTTP."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from autorag.api.deps import WorkspaceDep
+from autorag.models import SearchHit
+from autorag.retrieval.filters import build_filters
+from autorag.retrieval.hybrid import SearchRequest
+
+router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["search"])
+SNIPPET_CHARS = 300
+
+
+class SearchBody(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    query: str = Field(min_length=1, max_length=2000)
+    k: int = Field(default=10, ge=1, le=200)
+    document_types: list[str] = Field(default_factory=list, alias="documentTypes", max_length=8)
+    date_from: str | None = Field(default=None, alias="dateFrom", max_length=40)
+    date_to: str | None = Field(default=None, alias="dateTo", max_length=40)
+    mode: Literal["hybrid", "vector", "fts"] = "hybrid"
+    per_document: bool = Field(default=False, alias="perDocument")
+
+
+class HitOut(BaseModel):
+    source: str
+    sourceId: str
+    documentId: int
+    chunkIndex: int
+    title: str
+    type: str
+    snippet: str
+    page: int | None
+    paragraph: int
+    score: float
+    legs: Literal["vector", "fts", "both"]
+
+
+class DiagnosticOut(BaseModel):
+    code: str
+    message: str
+    severity: str
+
+
+class SearchOut(BaseModel):
+    hits: list[HitOut]
+    diagnostics: list[DiagnosticOut]
+    timingsMs: dict[str, float]
+
+
+def _hit(hit: SearchHit) -> HitOut:
+    text = " ".join(hit.text.split())
+    snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+    return HitOut(
+        source=hit.source,
+        sourceId=hit.source_id,
+        documentId=hit.document_id,
+        chunkIndex=hit.chunk_index,
+        title=hit.title,
+        type=hit.doc_type,
+        snippet=snippet,
+        page=hit.page,
+        paragraph=hit.paragraph,
+        score=hit.score,
+        legs=hit.legs,
+    )
+
+
+@router.post("/search", response_model=SearchOut)
+def search(body: SearchBody, context: WorkspaceDep) -> SearchOut:
+    """Hybrid search with documentTypes and dateFrom/dateTo filters."""
+    filters = build_filters(body.document_types, body.date_from, body.date_to)
+    request = SearchRequest(
+        body.query, k=body.k, filters=filters, mode=body.mode, per_document=body.per_document
+    )
+    response = context.searcher.search(request)
+    return SearchOut(
+        hits=[_hit(h) for h in response.hits],
+        diagnostics=[DiagnosticOut(**vars(d)) for d in response.diagnostics],
+        timingsMs=response.timings_ms,
+    )

@@ -1,0 +1,62 @@
+"""The search API on a real uvicorn server on loopback."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import httpx
+import pytest
+from starlette.types import ASGIApp
+from tests.samples import write_corpus
+
+from autorag.api.app import create_app
+from autorag.context import open_context
+from autorag.ingest.minsync import refresh
+from autorag.workspace import init_workspace
+
+
+@pytest.fixture(scope="module")
+def base_url(
+    tmp_path_factory: pytest.TempPathFactory, serve_asgi: Callable[[ASGIApp], str]
+) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("api")
+    write_corpus(root / "docs")
+    workspace = init_workspace(root / "kb")
+    workspace.write_config({"search_paths": [str(root / "docs")]})
+    context = open_context(workspace)
+    refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
+    context.close()
+    yield serve_asgi(create_app(workspace))
+
+
+def test_search_returns_hits_with_source_snippet_page_and_legs(base_url: str) -> None:
+    response = httpx.post(
+        f"{base_url}/api/workspaces/default/search",
+        json={"query": "refund window", "k": 3, "documentTypes": ["pdf"]},
+    )
+    assert response.status_code == 200, response.text
+    hit = response.json()["hits"][0]
+    assert hit["source"].endswith("/docs/refunds.pdf")
+    assert hit["sourceId"] == "/docs/refunds.pdf"
+    assert hit["page"] == 2 and hit["type"] == "pdf"
+    assert hit["legs"] in ("vector", "fts", "both") and "thirty days" in hit["snippet"]
+
+
+def test_errors_are_problem_json(base_url: str) -> None:
+    missing = httpx.post(f"{base_url}/api/workspaces/nope/search", json={"query": "x"})
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/problem+json"
+    assert missing.json()["code"] == "not_found"
+    bad_date = httpx.post(
+        f"{base_url}/api/workspaces/default/search", json={"query": "x", "dateFrom": "soon"}
+    )
+    assert bad_date.status_code == 400 and bad_date.json()["code"] == "invalid_input"
+    invalid = httpx.post(f"{base_url}/api/workspaces/default/search", json={"k": 0})
+    assert invalid.status_code == 422 and invalid.json()["code"] == "validation_error"
+
+
+def test_health_and_readiness(base_url: str) -> None:
+    assert httpx.get(f"{base_url}/healthz").json() == {"status": "ok"}
+    ready = httpx.get(f"{base_url}/readyz")
+    assert ready.status_code == 200 and ready.json()["state"] == "ready"
+    assert httpx.get(f"{base_url}/openapi.json").json()["info"]["title"] == "AutoRAG"
