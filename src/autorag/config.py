@@ -50,6 +50,16 @@ class SearchSettings(BaseModel):
     fts_title_weight: float = Field(default=1.0, ge=0)
 
 
+class ServerSettings(BaseModel):
+    host: str = "127.0.0.1"  # loopback unless told otherwise
+    port: int = Field(default=8000, ge=1, le=65535)
+    max_upload_mb: float = Field(default=100, gt=0)
+    workers: int = Field(default=2, ge=1, le=64)  # background document processing
+    cors_origins: list[str] = Field(default_factory=list)  # CORS is off unless listed
+    token_ttl_minutes: int = Field(default=60, ge=1)
+    login_attempts_per_minute: int = Field(default=10, ge=1)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AUTORAG_", env_nested_delimiter="__", extra="ignore"
@@ -63,6 +73,7 @@ class Settings(BaseSettings):
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
 
 
 def load_settings(config_file: Path | None, **overrides: Any) -> Settings:
