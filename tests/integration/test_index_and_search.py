@@ -198,3 +198,13 @@ def test_workspaces_sharing_a_catalog_never_see_each_other(app: AppContext) -> N
             assert response.hits == [], mode
     finally:
         other.close()
+
+
+def test_symlink_loops_are_recorded_not_followed_forever(app: AppContext) -> None:
+    corpus = Path(app.roots[0].path)
+    (corpus / "loop").symlink_to(corpus, target_is_directory=True)  # a cycle
+    (corpus / "self.md").symlink_to(corpus / "self.md")  # ELOOP on stat
+    report = _refresh(app)
+    assert report.indexed == len(FACTS)  # type: ignore[attr-defined]
+    codes = {Path(f.source_id).name: f.error_code for f in report.failures}  # type: ignore[attr-defined]
+    assert codes == {"self.md": "symlink_loop"}

@@ -1,4 +1,4 @@
-from autorag.retrieval.fusion import rrf_fuse
+from autorag.retrieval.fusion import rank_fused, rrf_fuse
 
 
 def test_rrf_scores_follow_the_seed_formula() -> None:
@@ -28,3 +28,15 @@ def test_a_chunk_listed_twice_by_one_leg_counts_once() -> None:
 
 def test_empty_legs_fuse_to_nothing() -> None:
     assert rrf_fuse({"vector": [], "fts": []}) == {}
+
+
+def test_ties_break_by_document_then_chunk_index() -> None:
+    # Chunks 1 and 2 tie (each first in one leg); 3 and 4 tie at second place.
+    fused = rrf_fuse({"vector": [1, 3], "fts": [2, 4]}, k=60)
+    position = {1: (7, 0), 2: (5, 3), 3: (5, 9), 4: (5, 2), 99: (1, 0)}
+    assert [f.chunk_id for f in rank_fused(fused, position)] == [2, 1, 4, 3]
+
+
+def test_chunks_the_backstop_dropped_are_left_out() -> None:
+    fused = rrf_fuse({"vector": [1, 2]})
+    assert [f.chunk_id for f in rank_fused(fused, {2: (1, 0)})] == [2]

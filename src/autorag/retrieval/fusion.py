@@ -39,3 +39,13 @@ def rrf_fuse(
             entry.ranks[leg] = rank
             entry.score += weight / (k + rank + 1)
     return fused
+
+
+def rank_fused(fused: Mapping[int, Fused], position: Mapping[int, tuple[int, int]]) -> list[Fused]:
+    """Order fused chunks: score desc, then documentId asc, then chunkIndex asc.
+
+    ``position`` maps each chunk id to its (document id, chunk index); chunks missing
+    from it (dropped by the catalog backstop) are left out.
+    """
+    kept = [fused[chunk_id] for chunk_id in position if chunk_id in fused]
+    return sorted(kept, key=lambda f: (-f.score, *position[f.chunk_id]))

@@ -13,7 +13,7 @@ from typing import Literal
 from autorag.config import SearchSettings
 from autorag.embeddings.base import EmbeddingProvider
 from autorag.models import Diagnostic, SearchFilters, SearchHit, SearchResponse
-from autorag.retrieval.fusion import Fused, rrf_fuse
+from autorag.retrieval.fusion import Fused, rank_fused, rrf_fuse
 from autorag.sources import SourceRoot, to_real_path
 from autorag.store.catalog.repository import Catalog, ChunkView, WorkspaceInfo
 from autorag.store.fulltext.base import FullTextIndex
@@ -109,11 +109,11 @@ class HybridSearcher:
 
     def _backstop(self, fused: dict[int, Fused], request: SearchRequest) -> list[SearchHit]:
         views = self.catalog.visible_chunks(self.workspace.id, fused, request.filters)
-        kept = [(fused[cid], view) for cid, view in views.items()]
-        kept.sort(key=lambda fv: (-fv[0].score, fv[1].document_id, fv[1].chunk_index))
+        position = {cid: (v.document_id, v.chunk_index) for cid, v in views.items()}
         hits: list[SearchHit] = []
         seen_documents: set[int] = set()
-        for entry, view in kept:
+        for entry in rank_fused(fused, position):
+            view = views[entry.chunk_id]
             if request.per_document:
                 if view.document_id in seen_documents:
                     continue
