@@ -108,20 +108,21 @@ class HybridSearcher:
         return [chunk_id for chunk_id, _ in found]
 
     def _backstop(self, fused: dict[int, Fused], request: SearchRequest) -> list[SearchHit]:
-        views = self.catalog.visible_chunks(self.workspace.id, fused, request.filters)
-        position = {cid: (v.document_id, v.chunk_index) for cid, v in views.items()}
-        hits: list[SearchHit] = []
+        position = self.catalog.visible_positions(self.workspace.id, fused, request.filters)
+        chosen: list[Fused] = []
         seen_documents: set[int] = set()
         for entry in rank_fused(fused, position):
-            view = views[entry.chunk_id]
-            if request.per_document:
-                if view.document_id in seen_documents:
-                    continue
-                seen_documents.add(view.document_id)
-            hits.append(self._hit(entry, view))
-            if len(hits) == request.k:
+            document_id = position[entry.chunk_id][0]
+            if request.per_document and document_id in seen_documents:
+                continue
+            seen_documents.add(document_id)
+            chosen.append(entry)
+            if len(chosen) == request.k:
                 break
-        return hits
+        views = self.catalog.visible_chunks(
+            self.workspace.id, [e.chunk_id for e in chosen], request.filters
+        )
+        return [self._hit(e, views[e.chunk_id]) for e in chosen if e.chunk_id in views]
 
     def _hit(self, entry: Fused, view: ChunkView) -> SearchHit:
         # Seed 000: local files come back as OS-absolute real paths, datasource

@@ -8,7 +8,16 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Connection,
+    Engine,
+    delete,
+    func,
+    insert,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 
 from autorag.errors import NotFound
@@ -85,6 +94,18 @@ def filter_clauses(filters: SearchFilters) -> list[ColumnElement[bool]]:
     if filters.date_to is not None:
         clauses.append(DocumentRow.doc_date < filters.date_to)
     return clauses
+
+
+def _visible_clauses(
+    workspace_id: int, chunk_ids: Iterable[int], filters: SearchFilters
+) -> list[ColumnElement[bool]]:
+    """Chunks (among these ids) of the workspace's ready documents that pass the filters."""
+    return [
+        ChunkRow.id.in_(set(chunk_ids)),
+        DocumentRow.workspace_id == workspace_id,
+        DocumentRow.status == VISIBLE_STATUS,
+        *filter_clauses(filters),
+    ]
 
 
 class Catalog:
@@ -249,36 +270,44 @@ class Catalog:
         return int(result.scalar_one())
 
     # -- reads for search ---------------------------------------------------------------
+    def visible_positions(
+        self, workspace_id: int, chunk_ids: Iterable[int], filters: SearchFilters
+    ) -> dict[int, tuple[int, int]]:
+        """The post-retrieval backstop: of these chunks, those of ready documents that pass
+        the filters, as ``chunk id -> (document id, chunk index)`` (no text: it is cheap
+        to check hundreds of candidates, then fetch the text of the few kept)."""
+        query = select(ChunkRow.id, ChunkRow.document_id, ChunkRow.chunk_index)
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                query.join(DocumentRow, DocumentRow.id == ChunkRow.document_id).where(
+                    *_visible_clauses(workspace_id, chunk_ids, filters)
+                )
+            )
+            return {row[0]: (row[1], row[2]) for row in rows.tuples()}
+
     def visible_chunks(
         self, workspace_id: int, chunk_ids: Iterable[int], filters: SearchFilters
     ) -> dict[int, ChunkView]:
-        """The post-retrieval backstop: chunks of ready documents that pass the filters."""
-        ids = list(set(chunk_ids))
-        if not ids:
-            return {}
-        query = (
-            select(
-                ChunkRow.id,
-                ChunkRow.document_id,
-                ChunkRow.chunk_index,
-                ChunkRow.text,
-                ChunkRow.page,
-                ChunkRow.paragraph,
-                ChunkRow.char_start,
-                DocumentRow.source_id,
-                DocumentRow.title,
-                DocumentRow.doc_type,
-            )
-            .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
-            .where(
-                ChunkRow.id.in_(ids),
-                DocumentRow.workspace_id == workspace_id,
-                DocumentRow.status == VISIBLE_STATUS,
-                *filter_clauses(filters),
-            )
+        """Chunks with their text and document, for those still visible."""
+        query = select(
+            ChunkRow.id.label("chunk_id"),
+            ChunkRow.document_id,
+            ChunkRow.chunk_index,
+            ChunkRow.text,
+            ChunkRow.page,
+            ChunkRow.paragraph,
+            ChunkRow.char_start,
+            DocumentRow.source_id,
+            DocumentRow.title,
+            DocumentRow.doc_type,
         )
         with self.engine.connect() as conn:
-            return {r[0]: ChunkView(*r) for r in conn.execute(query)}  # type: ignore[call-arg]
+            rows = conn.execute(
+                query.join(DocumentRow, DocumentRow.id == ChunkRow.document_id).where(
+                    *_visible_clauses(workspace_id, chunk_ids, filters)
+                )
+            )
+            return {row.chunk_id: ChunkView(**row._mapping) for row in rows}
 
     def embedding_models(self, workspace_id: int) -> set[str]:
         query = (
