@@ -87,13 +87,13 @@ def _print_report(report: EvalReport) -> None:
     table = Table(
         "mode",
         "nDCG@10",
-        "Recall@100",
+        "R@100",
         "MRR@10",
         "p50 ms",
         "p95 ms",
-        "embed p50",
-        "p50 − embed",
-        "k=10 p50 − embed",
+        "embed",
+        "−embed",
+        "k10 −embed",
         title=f"{report.dataset} ({report.split}: {report.queries} queries, "
         f"{report.documents} docs, {report.chunks} chunks)",
     )

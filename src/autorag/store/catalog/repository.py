@@ -283,7 +283,7 @@ class Catalog:
                     *_visible_clauses(workspace_id, chunk_ids, filters)
                 )
             )
-            return {row[0]: (row[1], row[2]) for row in rows.tuples()}
+            return {chunk_id: (document_id, index) for chunk_id, document_id, index in rows}
 
     def visible_chunks(
         self, workspace_id: int, chunk_ids: Iterable[int], filters: SearchFilters
