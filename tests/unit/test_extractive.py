@@ -50,3 +50,32 @@ def test_nothing_relevant_says_so() -> None:
         NO_ANSWER
     )
     assert compose_answer("anything", []) == NO_ANSWER
+
+
+def test_meaning_ranks_sentences_when_an_embedding_model_is_given() -> None:
+    import numpy as np
+
+    # A tiny local "model": one axis per topic word, enough to rank by meaning.
+    axes = ["refund", "days", "warranty", "colour"]
+
+    def embed(texts: object) -> np.ndarray:
+        rows = []
+        for text in texts:  # type: ignore[attr-defined]
+            lowered = str(text).lower()
+            row = np.array([lowered.count(a) for a in axes], np.float32) + 0.01
+            rows.append(row / np.linalg.norm(row))
+        return np.stack(rows)
+
+    sources = (
+        _citation(1, "The colour fades after long use. Refunds take 30 days to arrive."),
+        _citation(2, "Our warranty lasts two years for every product."),
+    )
+    answer = compose_answer("How long until my refund arrives, in days?", sources, embed=embed)
+    assert answer == "Refunds take 30 days to arrive. [1]"
+
+
+def test_table_header_rows_and_cut_fragments_are_not_answers() -> None:
+    table = _citation(1, "region | hours | phone\nEurope | 08:00-18:00 | +31 555 0100")
+    cut = _citation(2, "the refund is late. Refunds for the Europe region are paid in euros and")
+    answer = compose_answer("Europe hours", (table, cut))
+    assert answer == "Europe | 08:00-18:00 | +31 555 0100 [1]"

@@ -88,7 +88,7 @@ def ask(
     """Answer a question from the documents, with numbered \\[n] citations."""
     filters = build_filters(split_types(doc_type), date_from, date_to)
     app = open_app(ctx)
-    provider = get_llm_provider(app.settings.llm_provider)
+    provider = get_llm_provider(app.settings.llm_provider, embed=app.embedder.embed)
     answer = answer_question(app.searcher, provider, question, k=k, filters=filters)
     if as_json:
         print_json(dataclasses.asdict(answer))

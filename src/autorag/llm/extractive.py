@@ -8,16 +8,29 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
 
 from autorag.llm.base import ChatMessage, LLMDelta, ToolCall, ToolSpec
 from autorag.models import Citation
 from autorag.store.fulltext.query import keywords
 
-RELATIVE_CUTOFF = 0.5
+RELATIVE_CUTOFF = 0.5  # of the best sentence's score
+MIN_SIMILARITY = 0.35  # cosine below which a sentence is off-topic (MiniLM scale)
+LEXICAL_SHARE = 0.15  # how much shared keywords add to semantic similarity
+Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
 NO_ANSWER = "I could not find an answer to this in the indexed documents."
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-*•]|\d+[.)])")
+# Sentence ends; also a line break after a line with no closing punctuation (a heading).
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n{2,}|\n(?=[-*•]|\d+[.)])|(?<=[^.!?:;,\s])\n(?=[A-Z])"
+)
+# "how long", "how many": the second word asks for a quantity, it is not a topic.
+_HOW_PHRASE = re.compile(r"\bhow\s+(long|many|much|often|far|old|soon)\b", re.IGNORECASE)
+_TERMINAL = (".", "!", "?", '."', ".)")
+_SUFFIXES = ("ing", "ies", "ed", "es", "s")
 _TOKEN = re.compile(r"\S+\s*")
 
 
@@ -33,8 +46,9 @@ class ExtractiveProvider:
     name = "extractive"
     model_id = "extractive"
 
-    def __init__(self, *, max_sentences: int = 4) -> None:
+    def __init__(self, *, max_sentences: int = 4, embed: Embed | None = None) -> None:
         self.max_sentences = max_sentences
+        self.embed = embed
 
     def stream_chat(
         self,
@@ -47,7 +61,9 @@ class ExtractiveProvider:
         if results is None and any(t.name == "rag_search" for t in tools):
             yield LLMDelta(tool_call=ToolCall("call_rag_search", "rag_search", {"query": question}))
             return
-        answer = compose_answer(question, results or (), max_sentences=self.max_sentences)
+        answer = compose_answer(
+            question, results or (), max_sentences=self.max_sentences, embed=self.embed
+        )
         for token in _TOKEN.findall(answer):
             yield LLMDelta(text=token)
 
@@ -63,13 +79,28 @@ def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[Citation] | None]:
     return question, results
 
 
-def compose_answer(question: str, citations: Sequence[Citation], *, max_sentences: int = 4) -> str:
-    """The sentences that best cover the question's words, in source order, cited."""
-    words = set(keywords(question))
-    sentences = [s for c in citations for s in _sentences(c)]
+def compose_answer(
+    question: str,
+    citations: Sequence[Citation],
+    *,
+    max_sentences: int = 4,
+    embed: Embed | None = None,
+) -> str:
+    """The sentences that best answer the question, in source order, each cited.
+
+    With ``embed`` (the workspace's embedding model) sentences are ranked by meaning,
+    with shared keywords as a tie-breaker; without it, by keywords alone.
+    """
+    words = _stems(_HOW_PHRASE.sub(" ", question))
+    sentences = _distinct(s for c in citations for s in _sentences(c))
+    if not sentences:
+        return NO_ANSWER
     weights = _idf(words, sentences)
-    scored = [(_score(s, weights), s) for s in sentences]
-    best = sorted((x for x in scored if x[0] > 0), key=lambda x: -x[0])[:max_sentences]
+    lexical = [_score(s, weights) for s in sentences]
+    scores = lexical if embed is None else _semantic(question, sentences, lexical, embed)
+    best = sorted(
+        ((x, s) for x, s in zip(scores, sentences, strict=True) if x > 0), key=lambda x: -x[0]
+    )[:max_sentences]
     if not best:
         return NO_ANSWER
     # Sentences far weaker than the best one dilute the answer more than they add.
@@ -78,16 +109,61 @@ def compose_answer(question: str, citations: Sequence[Citation], *, max_sentence
     return " ".join(f"{_clean(s.text)} [{s.citation.number}]" for s in chosen)
 
 
-def _sentences(citation: Citation) -> list[_Sentence]:
-    parts = [p.strip() for p in _SENTENCE_END.split(citation.text)]
+def _semantic(
+    question: str, sentences: Sequence[_Sentence], lexical: Sequence[float], embed: Embed
+) -> list[float]:
+    vectors = embed([question, *(s.text for s in sentences)])
+    similarity = vectors[1:] @ vectors[0]
+    top_lexical = max(lexical) or 1.0
     return [
-        _Sentence(p, citation, i, frozenset(keywords(p)))
-        for i, p in enumerate(parts)
-        if len(p) >= 20
+        float(sim) + LEXICAL_SHARE * (lex / top_lexical) if sim >= MIN_SIMILARITY else 0.0
+        for sim, lex in zip(similarity, lexical, strict=True)
     ]
 
 
-def _idf(words: set[str], sentences: Sequence[_Sentence]) -> dict[str, float]:
+def _sentences(citation: Citation) -> list[_Sentence]:
+    parts = [p.strip() for p in _SENTENCE_END.split(citation.text)]
+    if parts and " | " in parts[0]:
+        parts = parts[1:]  # a table chunk repeats its header row first: not an answer
+    kept: list[_Sentence] = []
+    for index, part in enumerate(parts):
+        cut_at_start = index == 0 and part[:1].islower()
+        cut_at_end = index == len(parts) - 1 and not _complete(part)
+        if _is_statement(part) and not cut_at_start and not cut_at_end:
+            kept.append(_Sentence(part, citation, index, _stems(part)))
+    return kept
+
+
+def _distinct(sentences: Iterable[_Sentence]) -> list[_Sentence]:
+    """Overlapping chunks repeat sentences: keep each once, from its best source."""
+    seen: dict[str, _Sentence] = {}
+    for sentence in sentences:
+        seen.setdefault(_clean(sentence.text), sentence)
+    return list(seen.values())
+
+
+def _complete(text: str) -> bool:
+    return text.endswith(_TERMINAL) or " | " in text
+
+
+def _is_statement(text: str) -> bool:
+    """A sentence or a table row, not a heading or a fragment."""
+    return len(text) >= 20 and (_complete(text) or len(text) >= 80)
+
+
+def _stems(text: str) -> frozenset[str]:
+    """Keywords with common English endings cut, so "expire" meets "expires"."""
+    return frozenset(_stem(word) for word in keywords(text))
+
+
+def _stem(word: str) -> str:
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def _idf(words: frozenset[str], sentences: Sequence[_Sentence]) -> dict[str, float]:
     """Rare question words count more: they say what the question is really about."""
     total = len(sentences)
     weights: dict[str, float] = {}
