@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +29,9 @@ class AppContext:
     info: WorkspaceInfo
     read_embedding_cache: bool = True
     _closed: bool = field(default=False, repr=False)
+    # Contexts of other workspaces, kept so a server opens each vector table once.
+    _scoped: dict[WorkspaceInfo, AppContext] = field(default_factory=dict, repr=False)
+    _scoped_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @cached_property
     def roots(self) -> list[SourceRoot]:
@@ -97,7 +101,19 @@ class AppContext:
         )
 
     def for_workspace(self, info: WorkspaceInfo) -> AppContext:
-        """The same catalog, settings and embedding model, scoped to another workspace."""
+        """The same catalog, settings and embedding model, scoped to another workspace.
+
+        Cached per workspace identity (id, name, short id): a renamed workspace gets a
+        fresh context, since its vector table name changes with it.
+        """
+        if info == self.info:
+            return self
+        with self._scoped_lock:
+            if info not in self._scoped:
+                self._scoped[info] = self._scope(info)
+            return self._scoped[info]
+
+    def _scope(self, info: WorkspaceInfo) -> AppContext:
         scoped = AppContext(
             self.workspace,
             self.settings.model_copy(update={"workspace": info.name}),

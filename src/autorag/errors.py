@@ -43,3 +43,10 @@ class Conflict(AutoragError):
 class Unavailable(AutoragError):
     code = "unavailable"
     status = 503
+
+
+class Unauthorized(AutoragError):
+    """Missing, invalid or expired credentials (the API adds ``WWW-Authenticate``)."""
+
+    code = "unauthorized"
+    status = 401

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 import httpx
 import pytest
@@ -10,28 +12,43 @@ from starlette.types import ASGIApp
 from tests.samples import write_corpus
 
 from autorag.api.app import create_app
+from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
 from autorag.workspace import init_workspace
 
 
+@dataclass(frozen=True)
+class Api:
+    base_url: str
+    key: str
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {self.key}"}
+        return httpx.post(self.base_url + path, headers=headers, **kwargs)
+
+
 @pytest.fixture(scope="module")
-def base_url(
+def api(
     tmp_path_factory: pytest.TempPathFactory, serve_asgi: Callable[[ASGIApp], str]
-) -> Iterator[str]:
+) -> Iterator[Api]:
+    """A server over an indexed corpus, and an API key of a member of its workspace."""
     root = tmp_path_factory.mktemp("api")
     write_corpus(root / "docs")
     workspace = init_workspace(root / "kb")
     workspace.write_config({"search_paths": [str(root / "docs")]})
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
+    create_user(context.catalog, "reader", "a long enough password", "member")
+    add_membership(context.catalog, "reader", "default")
+    _, key = create_api_key(context.catalog, "reader", "tests", [])
     context.close()
-    yield serve_asgi(create_app(workspace))
+    yield Api(serve_asgi(create_app(workspace)), key)
 
 
-def test_search_returns_hits_with_source_snippet_page_and_legs(base_url: str) -> None:
-    response = httpx.post(
-        f"{base_url}/api/workspaces/default/search",
+def test_search_returns_hits_with_source_snippet_page_and_legs(api: Api) -> None:
+    response = api.post(
+        "/api/workspaces/default/search",
         json={"query": "refund window", "k": 3, "documentTypes": ["pdf"]},
     )
     assert response.status_code == 200, response.text
@@ -42,20 +59,24 @@ def test_search_returns_hits_with_source_snippet_page_and_legs(base_url: str) ->
     assert hit["legs"] in ("vector", "fts", "both") and "thirty days" in hit["snippet"]
 
 
-def test_errors_are_problem_json(base_url: str) -> None:
-    missing = httpx.post(f"{base_url}/api/workspaces/nope/search", json={"query": "x"})
+def test_errors_are_problem_json(api: Api) -> None:
+    missing = api.post("/api/workspaces/nope/search", json={"query": "x"})
     assert missing.status_code == 404
     assert missing.headers["content-type"] == "application/problem+json"
     assert missing.json()["code"] == "not_found"
-    bad_date = httpx.post(
-        f"{base_url}/api/workspaces/default/search", json={"query": "x", "dateFrom": "soon"}
-    )
+    bad_date = api.post("/api/workspaces/default/search", json={"query": "x", "dateFrom": "soon"})
     assert bad_date.status_code == 400 and bad_date.json()["code"] == "invalid_input"
-    invalid = httpx.post(f"{base_url}/api/workspaces/default/search", json={"k": 0})
+    invalid = api.post("/api/workspaces/default/search", json={"k": 0})
     assert invalid.status_code == 422 and invalid.json()["code"] == "validation_error"
 
 
-def test_health_and_readiness(base_url: str) -> None:
+def test_search_requires_credentials(api: Api) -> None:
+    anonymous = httpx.post(f"{api.base_url}/api/workspaces/default/search", json={"query": "x"})
+    assert anonymous.status_code == 401 and anonymous.headers["www-authenticate"] == "Bearer"
+
+
+def test_health_and_readiness(api: Api) -> None:
+    base_url = api.base_url  # the probes answer without credentials
     assert httpx.get(f"{base_url}/healthz").json() == {"status": "ok"}
     ready = httpx.get(f"{base_url}/readyz")
     assert ready.status_code == 200 and ready.json()["state"] == "ready"

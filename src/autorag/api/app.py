@@ -7,11 +7,13 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.concurrency import run_in_threadpool
 
 from autorag import __version__
 from autorag.api.errors import install_error_handlers
-from autorag.api.routes import health, search
+from autorag.api.routes import auth, documents, health, search, workspaces
 from autorag.context import AppContext, open_context
+from autorag.jobs.worker import WorkerPool
 from autorag.workspace import Workspace
 
 
@@ -22,9 +24,13 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         context: AppContext = open_context(workspace, **overrides)
         app.state.context = context
+        pool = WorkerPool(context, workers=context.settings.server.workers)
+        app.state.workers = pool
+        pool.start()
         try:
             yield
         finally:
+            await run_in_threadpool(pool.stop)
             context.close()
 
     app = FastAPI(
@@ -35,5 +41,8 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     )
     install_error_handlers(app)
     app.include_router(health.router)
+    app.include_router(auth.router)
     app.include_router(search.router)
+    app.include_router(workspaces.router)
+    app.include_router(documents.router)
     return app

@@ -10,7 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from autorag.errors import AutoragError
+from autorag.auth.ratelimit import RateLimited
+from autorag.errors import AutoragError, Unauthorized
 
 log = logging.getLogger(__name__)
 PROBLEM_JSON = "application/problem+json"
@@ -35,7 +36,9 @@ def problem(
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AutoragError)
     async def autorag_error(request: Request, exc: AutoragError) -> JSONResponse:
-        return problem(exc.status, exc.code, exc.message, instance=request.url.path)
+        response = problem(exc.status, exc.code, exc.message, instance=request.url.path)
+        response.headers.update(_headers(exc))
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -69,3 +72,12 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
         return problem(500, "internal_error", "internal error", instance=request.url.path)
+
+
+def _headers(exc: AutoragError) -> dict[str, str]:
+    """What the status needs besides the body: how to authenticate, when to retry."""
+    if isinstance(exc, Unauthorized):
+        return {"WWW-Authenticate": "Bearer"}
+    if isinstance(exc, RateLimited):
+        return {"Retry-After": str(exc.retry_after)}
+    return {}

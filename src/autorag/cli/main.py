@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from autorag import __version__
-from autorag.cli import docs, evaluate, index, search, serve
+from autorag.cli import docs, evaluate, index, keys, search, serve, users, workspaces
 from autorag.cli._common import CliState, err_console
 from autorag.errors import AutoragError, Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 
@@ -63,6 +63,9 @@ search.register(app)
 serve.register(app)
 app.add_typer(docs.app, name="docs")
 app.add_typer(evaluate.app, name="eval")
+app.add_typer(users.app, name="users")
+app.add_typer(keys.app, name="keys")
+app.add_typer(workspaces.app, name="workspaces")
 
 
 def run() -> None:

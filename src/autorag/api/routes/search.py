@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
 from autorag.models import SearchHit
 from autorag.retrieval.filters import build_filters
@@ -73,7 +74,11 @@ def _hit(hit: SearchHit) -> HitOut:
 
 
 @router.post("/search", response_model=SearchOut)
-def search(body: SearchBody, context: WorkspaceDep) -> SearchOut:
+def search(
+    principal: Annotated[Principal, Depends(require("search:read"))],
+    body: SearchBody,
+    context: WorkspaceDep,
+) -> SearchOut:
     """Hybrid search with documentTypes and dateFrom/dateTo filters."""
     filters = build_filters(body.document_types, body.date_from, body.date_to)
     request = SearchRequest(

@@ -46,3 +46,11 @@ class VectorStore(Protocol):
         ...
 
     def drop(self) -> None: ...
+
+    def copy_to(self, table: str) -> None:
+        """Replace table ``table`` of the same store with this table's rows.
+
+        Readers of ``table`` see its old rows or the new ones, never a mix or nothing:
+        this is how a shadow table is swapped in.
+        """
+        ...

@@ -127,6 +127,10 @@ class LanceVectorStore:
     def drop(self) -> None:
         self._db.drop_table(self.table_name)
 
+    def copy_to(self, table: str) -> None:
+        # An overwrite is one new version of ``table``: open readers move to it whole.
+        self._db.create_table(table, data=self._table.to_arrow(), mode="overwrite")
+
 
 def _int_list(values: Sequence[int]) -> str:
     return ", ".join(str(int(v)) for v in values)

@@ -1,0 +1,327 @@
+"""A workspace's documents: upload, list, status, delete; and re-embedding its vectors."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path as FsPath
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import ClientDisconnect
+
+from autorag.api.auth import Principal, require
+from autorag.api.deps import WorkspaceDep
+from autorag.context import AppContext
+from autorag.errors import AutoragError, InvalidInput
+from autorag.ingest import documents as docs
+from autorag.ingest.guards import IngestLimits, human_size
+from autorag.ingest.reembed import REEMBED_JOB
+from autorag.ingest.uploads import (
+    UPLOAD_TYPES,
+    MultipartReceiver,
+    PayloadTooLarge,
+    ReceivedFile,
+    StoredUpload,
+    store_upload,
+)
+from autorag.ingest.workspaces import workspace_by_id
+from autorag.jobs import queue
+from autorag.jobs.worker import WorkerPool
+from autorag.store.catalog.models import DocumentRow, JobRow
+
+router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["documents"])
+
+# Multipart framing and small fields around the file; more than this is refused.
+FORM_OVERHEAD_BYTES = 1024**2
+# Body bytes read and dropped after a refusal, so the client reads the answer instead of
+# a reset connection; a bigger body is cut off.
+DRAIN_MAX_BYTES = 64 * 1024**2
+_FEED_BYTES = 1024**2  # body bytes handed to the parser thread at a time
+_MAX_ID = 2**62
+
+DocumentId = Annotated[int, Path(ge=1, le=_MAX_ID, description="Document id")]
+
+
+def worker_pool(request: Request) -> WorkerPool:
+    pool: WorkerPool = request.app.state.workers
+    return pool
+
+
+PoolDep = Annotated[WorkerPool, Depends(worker_pool)]
+
+
+class DocumentOut(BaseModel):
+    id: int
+    sourceId: str
+    title: str
+    type: str
+    origin: str
+    status: docs.ApiStatus
+    reason: str | None  # stable code when failed: corrupt, encrypted, needs_ocr, …
+    message: str | None
+    pages: int | None
+    chunks: int
+    size: int
+    createdAt: datetime
+    indexedAt: datetime | None
+
+
+class UploadOut(DocumentOut):
+    duplicate: bool
+
+
+class DocumentListOut(BaseModel):
+    items: list[DocumentOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class JobOut(BaseModel):
+    id: int
+    kind: str
+    status: str  # queued | running | done | failed
+    documentId: int | None
+    attempts: int
+    error: str | None
+    createdAt: datetime
+    startedAt: datetime | None
+    finishedAt: datetime | None
+
+
+def utc(value: datetime) -> datetime:
+    """Catalog timestamps are UTC; SQLite returns them without their zone."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _utc_or_none(value: datetime | None) -> datetime | None:
+    return None if value is None else utc(value)
+
+
+def _document(row: DocumentRow) -> DocumentOut:
+    status = docs.api_status(row.status)
+    return DocumentOut(
+        id=row.id,
+        sourceId=row.source_id,
+        title=row.title,
+        type=row.doc_type,
+        origin=row.origin,
+        status=status,
+        reason=row.error_code if status == "failed" else None,
+        message=row.error if status == "failed" else None,
+        pages=row.pages,
+        chunks=row.chunk_count,
+        size=row.size,
+        createdAt=utc(row.created_at),
+        indexedAt=_utc_or_none(row.indexed_at),
+    )
+
+
+def _job(row: JobRow) -> JobOut:
+    return JobOut(
+        id=row.id,
+        kind=row.kind,
+        status=row.status,
+        documentId=row.document_id,
+        attempts=row.attempts,
+        error=row.error,
+        createdAt=utc(row.created_at),
+        startedAt=_utc_or_none(row.started_at),
+        finishedAt=_utc_or_none(row.finished_at),
+    )
+
+
+_UPLOAD_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": True,
+        "content": {
+            "multipart/form-data": {
+                "schema": {
+                    "type": "object",
+                    "required": ["file"],
+                    "properties": {
+                        "file": {
+                            "type": "string",
+                            "format": "binary",
+                            "description": "One file: "
+                            + ", ".join(sorted(UPLOAD_TYPES))
+                            + ". Its content must match its extension.",
+                        }
+                    },
+                }
+            }
+        },
+    }
+}
+_UPLOAD_ERRORS: dict[int | str, dict[str, Any]] = {
+    200: {"model": UploadOut, "description": "Already uploaded: the existing document"},
+    400: {"description": "Malformed multipart body, no file, or a hostile container"},
+    413: {"description": "Over the upload size limit"},
+    415: {"description": "Not an accepted type, or content that contradicts the extension"},
+}
+
+
+@router.post(
+    "/documents",
+    status_code=202,
+    response_model=UploadOut,
+    responses=_UPLOAD_ERRORS,
+    openapi_extra=_UPLOAD_BODY,
+)
+async def upload_document(
+    principal: Annotated[Principal, Depends(require("documents:write"))],
+    request: Request,
+    response: Response,
+    context: WorkspaceDep,
+    pool: PoolDep,
+) -> UploadOut:
+    """Upload one file (``multipart/form-data``, field ``file``); processing runs in the
+    background. 202 with the new document (``pending``), or 200 with ``duplicate: true``
+    and the existing document when the workspace already holds the same content."""
+    limit = int(context.settings.server.max_upload_mb * 1024**2)
+    incoming = context.workspace.data_dir / "uploads" / ".incoming"
+    received = await _receive(request, incoming, limit)
+    stored = await run_in_threadpool(_store, context, pool, received)
+    if stored.duplicate:
+        response.status_code = 200
+    else:
+        pool.notify()
+    row = docs.get_document(context.catalog, context.info, stored.document_id)
+    return UploadOut(**_document(row).model_dump(), duplicate=stored.duplicate)
+
+
+async def _receive(request: Request, incoming: FsPath, limit: int) -> ReceivedFile:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit + FORM_OVERHEAD_BYTES:
+        if int(declared) <= DRAIN_MAX_BYTES:
+            await _drain(request)
+        raise PayloadTooLarge(f"the upload is over the {human_size(limit)} limit")
+    receiver = MultipartReceiver(request.headers.get("content-type"), incoming, max_bytes=limit)
+    read = 0
+    buffer = bytearray()
+    try:
+        async for chunk in request.stream():
+            read += len(chunk)
+            if read > limit + FORM_OVERHEAD_BYTES:
+                raise PayloadTooLarge(f"the upload is over the {human_size(limit)} limit")
+            buffer += chunk
+            if len(buffer) >= _FEED_BYTES:
+                await run_in_threadpool(receiver.feed, bytes(buffer))
+                buffer.clear()
+        await run_in_threadpool(receiver.feed, bytes(buffer))
+        return receiver.finish()
+    except ClientDisconnect:
+        receiver.discard()
+        raise InvalidInput("the client went away mid-upload", code="client_disconnected") from None
+    except AutoragError:
+        receiver.discard()
+        await _drain(request, already=read)
+        raise
+    except BaseException:
+        receiver.discard()
+        raise
+
+
+async def _drain(request: Request, already: int = 0) -> None:
+    """Read and drop the rest of the body (bounded) so the refusal reaches the client."""
+    read = already
+    try:
+        async for chunk in request.stream():
+            read += len(chunk)
+            if read > DRAIN_MAX_BYTES:
+                return
+    except (ClientDisconnect, RuntimeError):
+        return
+
+
+def _store(context: AppContext, pool: WorkerPool, received: ReceivedFile) -> StoredUpload:
+    ingest = context.settings.ingest
+    limits = IngestLimits(
+        max_file_bytes=int(ingest.max_file_mb * 1024**2),
+        max_unzipped_bytes=int(ingest.max_unzipped_mb * 1024**2),
+    )
+    workspace_id = context.info.id
+    # Shared: a rename or delete of the workspace waits for this upload, and vice versa.
+    with pool.locks(workspace_id).shared():
+        info = workspace_by_id(context.catalog, workspace_id)  # renamed meanwhile?
+        return store_upload(
+            context.catalog.engine, info, context.workspace.data_dir, received, limits
+        )
+
+
+@router.get("/documents", response_model=DocumentListOut)
+def list_documents(
+    principal: Annotated[Principal, Depends(require("documents:read"))],
+    context: WorkspaceDep,
+    status: Annotated[docs.ApiStatus | None, Query(description="Only this status")] = None,
+    doc_type: Annotated[
+        str | None,
+        Query(alias="type", max_length=16, description="Only this type: pdf, docx, …"),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=_MAX_ID)] = 0,
+) -> DocumentListOut:
+    """The workspace's documents, newest first, with the total count before paging."""
+    page = docs.list_documents(
+        context.catalog, context.info, status=status, doc_type=doc_type, limit=limit, offset=offset
+    )
+    return DocumentListOut(
+        items=[_document(d) for d in page.items], total=page.total, limit=limit, offset=offset
+    )
+
+
+@router.get("/documents/{document_id}", response_model=DocumentOut)
+def get_document(
+    principal: Annotated[Principal, Depends(require("documents:read"))],
+    context: WorkspaceDep,
+    document_id: DocumentId,
+) -> DocumentOut:
+    """One document: status (``pending|processing|ready|failed`` with reason), pages,
+    chunks."""
+    return _document(docs.get_document(context.catalog, context.info, document_id))
+
+
+@router.delete("/documents/{document_id}", status_code=204, response_class=Response)
+def delete_document(
+    principal: Annotated[Principal, Depends(require("documents:write"))],
+    context: WorkspaceDep,
+    pool: PoolDep,
+    document_id: DocumentId,
+) -> Response:
+    """Remove a document from every store, its uploaded file included."""
+    # Exclusive: the document may be mid-processing, which would write it back.
+    with pool.locks(context.info.id).exclusive():
+        document = docs.get_document(context.catalog, context.info, document_id)
+        docs.delete_document(context.indexer, context.workspace.data_dir, document)
+    return Response(status_code=204)
+
+
+@router.post("/reembed", status_code=202, response_model=JobOut)
+def reembed(
+    principal: Annotated[Principal, Depends(require("workspaces:admin"))],
+    context: WorkspaceDep,
+    pool: PoolDep,
+) -> JobOut:
+    """Rebuild the workspace's vectors with the configured embedding model in a shadow
+    table, swapped in when complete (search uses the old one meanwhile). Answers the
+    job; a re-embed already queued or running is answered instead of a second one."""
+    engine = context.catalog.engine
+    active = queue.active_job(engine, context.info.id, REEMBED_JOB)
+    if active is None:
+        with engine.begin() as conn:
+            job_id = queue.enqueue(conn, context.info.id, REEMBED_JOB)
+        pool.notify()
+        active = queue.get_job_row(engine, job_id)
+    return _job(active)
+
+
+@router.get("/jobs/{job_id}", response_model=JobOut)
+def get_job(
+    principal: Annotated[Principal, Depends(require("documents:read"))],
+    context: WorkspaceDep,
+    job_id: Annotated[int, Path(ge=1, le=_MAX_ID)],
+) -> JobOut:
+    """A background job of the workspace (document processing, re-embedding)."""
+    return _job(queue.get_job_row(context.catalog.engine, job_id, workspace_id=context.info.id))

@@ -1,0 +1,69 @@
+"""Who may do what: the one table of roles and permissions, and the one check.
+
+A permission is a named string. A feature adds its permission to ``ROLE_PERMISSIONS``
+and guards its routes with it; nothing else decides access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+ROLES = ("admin", "manager", "member")
+
+_MEMBER = frozenset(
+    {
+        "documents:read",
+        "documents:write",
+        "search:read",
+        "chat:use",
+        "keys:write",  # manage one's own API keys
+    }
+)
+_MANAGER = _MEMBER | {"workspaces:write", "archive:write"}
+_ADMIN = _MANAGER | {"users:admin", "workspaces:admin", "keys:admin"}
+
+ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
+    "admin": _ADMIN,
+    "manager": _MANAGER,
+    "member": _MEMBER,
+}
+ALL_PERMISSIONS: frozenset[str] = frozenset().union(*ROLE_PERMISSIONS.values())
+
+# Managing credentials needs a password login: a leaked API key must not be able to
+# mint credentials that outlive its revocation.
+SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write"})
+SESSION = "token"
+
+
+def is_allowed(
+    role: str,
+    via: str,
+    scope: frozenset[str] | None,
+    permission: str,
+    workspace: str | None = None,
+) -> bool:
+    """Whether a principal may use ``permission`` (inside ``workspace`` when given).
+
+    ``scope`` is the set of workspace names the principal may act in, None for all.
+    """
+    if permission not in ROLE_PERMISSIONS.get(role, frozenset()):
+        return False
+    if permission in SESSION_ONLY and via != SESSION:
+        return False
+    return workspace is None or in_scope(scope, workspace)
+
+
+def in_scope(scope: frozenset[str] | None, workspace: str) -> bool:
+    return scope is None or workspace in scope
+
+
+def effective_scope(
+    role: str, memberships: Iterable[str], key_scope: Iterable[str] | None
+) -> frozenset[str] | None:
+    """The workspaces a principal may act in: admins everywhere, others where they are
+    members; an API key narrows either to its own list (None: no narrowing)."""
+    scope = None if role == "admin" else frozenset(memberships)
+    if key_scope is None:
+        return scope
+    keys = frozenset(key_scope)
+    return keys if scope is None else scope & keys

@@ -1,0 +1,71 @@
+"""``autorag keys``: API keys for scripts."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from autorag.auth import service
+from autorag.cli._common import console, err_console, open_app, print_json
+
+app = typer.Typer(help="Create, list and revoke API keys.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+@app.command("create")
+def create(
+    ctx: typer.Context,
+    name: Annotated[str, typer.Argument(help="What the key is for.")],
+    user: Annotated[str, typer.Option("--user", "-u", help="The user the key acts as.")],
+    workspaces: Annotated[
+        list[str] | None,
+        typer.Option("--workspace", help="Limit the key to this workspace (repeatable)."),
+    ] = None,
+) -> None:
+    """Create a key and print it once: it cannot be shown again."""
+    info, key = service.create_api_key(open_app(ctx).catalog, user, name, workspaces or [])
+    err_console.print(
+        f"API key {info.prefix!r} for {info.username!r}; store it now, it is not kept:",
+        highlight=False,
+    )
+    typer.echo(key)  # alone on stdout, so `KEY=$(autorag keys create …)` works
+
+
+@app.command("list")
+def list_keys(
+    ctx: typer.Context,
+    user: Annotated[str | None, typer.Option("--user", "-u", help="Only this user's.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List keys (never the keys themselves)."""
+    keys = service.list_api_keys(open_app(ctx).catalog, user)
+    if as_json:
+        print_json(keys)
+        return
+    table = Table("prefix", "name", "user", "workspaces", "last used", "revoked")
+    for key in keys:
+        table.add_row(
+            key.prefix,
+            key.name,
+            key.username,
+            ", ".join(key.workspaces) or "(all)",
+            _when(key.last_used_at),
+            _when(key.revoked_at),
+        )
+    console.print(table)
+
+
+@app.command("revoke")
+def revoke(
+    ctx: typer.Context, prefix: Annotated[str, typer.Argument(help="The key's prefix.")]
+) -> None:
+    """Revoke a key for good."""
+    info = service.revoke_api_key(open_app(ctx).catalog, prefix)
+    console.print(f"Revoked {info.prefix!r} ({info.name}).", highlight=False)
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.isoformat(timespec="minutes") if moment else ""

@@ -1,0 +1,588 @@
+"""Uploaded files: streamed to disk under a size cap, sniffed, stored under their hash.
+
+Nothing here trusts the client. The stored name is the content's SHA-256, the type is
+what the bytes say (and it must agree with the extension), and the client's file name
+is only sanitised into a title and the source id. The file is written as it arrives,
+never held whole in memory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import secrets
+import time
+import unicodedata
+import zipfile
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import BinaryIO, NoReturn
+from urllib.parse import unquote
+
+from charset_normalizer import from_bytes
+from python_multipart.exceptions import FormParserError, MultipartParseError
+from python_multipart.multipart import MultipartParser, parse_options_header
+from sqlalchemy import Engine, insert, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from autorag.errors import Conflict, InvalidInput
+from autorag.ingest import guards
+from autorag.ingest.parsers.base import ParseError
+from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
+from autorag.jobs import queue
+from autorag.store.catalog.models import DocumentRow, utcnow
+from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
+
+# The document type each accepted extension stands for; nothing else is accepted.
+UPLOAD_TYPES: dict[str, str] = {
+    ".pdf": "pdf",
+    ".docx": "docx",
+    ".pptx": "pptx",
+    ".xlsx": "xlsx",
+    ".txt": "txt",
+    ".md": "md",
+    ".markdown": "md",
+    ".csv": "csv",
+    ".html": "html",
+    ".htm": "html",
+}
+TEXT_TYPES = frozenset({"txt", "md", "csv", "html"})
+# The part of a zip container that makes it a document of each Office type.
+OFFICE_MAIN_PARTS = {
+    "docx": "word/document.xml",
+    "pptx": "ppt/presentation.xml",
+    "xlsx": "xl/workbook.xml",
+}
+MIME_TYPES = {
+    "pdf": "application/pdf",
+    "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    "txt": "text/plain",
+    "md": "text/markdown",
+    "csv": "text/csv",
+    "html": "text/html",
+}
+UPLOAD_JOB = "process_upload"
+FILE_FIELD = "file"
+MAX_NAME_CHARS = 120
+_SNIFF_BYTES = 64 * 1024
+# Bytes of a text file the charset check looks at (the NUL check reads everything).
+_TEXT_SAMPLE_BYTES = 64 * 1024
+_CONTROL_SHARE = 0.01  # more C0 control characters than this and it is not text
+_TEXT_CONTROLS = frozenset(b"\t\n\r\f\x1b")
+_HTML_TAG = re.compile(rb"<\s*(!doctype|html|head|body|[a-z][a-z0-9]*[\s/>])", re.IGNORECASE)
+# Windows forbids these in names; '%' is out too, since decoding it could spell '..' or '/'.
+_RESERVED = re.compile(r'[<>:"/\\|?*%]')
+_SPACES = re.compile(r"\s+")
+# Non-file form fields are ignored, but not without bound.
+_MAX_FIELD_BYTES = 64 * 1024
+_INCOMING_MAX_AGE_S = 24 * 3600
+
+_MAGIC = (
+    (b"%PDF-", "application/pdf"),
+    (b"PK\x03\x04", "application/zip"),
+    (b"PK\x05\x06", "application/zip"),
+    (b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1", "application/x-ole-storage"),
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF8", "image/gif"),
+    (b"\x7fELF", "application/x-executable"),
+    (b"MZ", "application/x-msdownload"),
+    (b"\x1f\x8b", "application/gzip"),
+)
+
+# Signatures of binary formats; a file starting with one is not text, whatever its bytes.
+_FORMAT_MAGIC = tuple(m for m, _ in _MAGIC if m not in (b"MZ", b"GIF8"))
+
+
+class PayloadTooLarge(InvalidInput):
+    code = "payload_too_large"
+    status = 413
+
+
+class UnsupportedMediaType(InvalidInput):
+    code = "unsupported_media_type"
+    status = 415
+
+
+class MalformedUpload(InvalidInput):
+    code = "malformed_multipart"
+
+
+# -- file names -----------------------------------------------------------------------
+def sanitize_filename(raw: str) -> str:
+    """A client's file name made safe to show and to put in a source id.
+
+    Keeps only the last path component, drops control characters, replaces characters
+    that are reserved on some system (or that decode to a separator), strips leading
+    dots so ``..`` and hidden names cannot survive, and bounds the length keeping the
+    extension. Never empty.
+    """
+    name = unicodedata.normalize("NFKC", raw)
+    name = re.split(r"[/\\]", name)[-1]
+    name = "".join(c for c in name if unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Co"))
+    name = _SPACES.sub(" ", _RESERVED.sub("_", name)).strip(" .")
+    stem, dot, ext = name.rpartition(".")
+    if not dot:
+        stem, ext = name, ""
+    ext = ext[:16]
+    stem = stem.rstrip(" .")[: MAX_NAME_CHARS - len(ext) - 1].rstrip(" .") or "upload"
+    return f"{stem}.{ext}" if ext else stem
+
+
+def upload_type(filename: str) -> str:
+    """The document type a (sanitised) name's extension claims; 415 when not accepted."""
+    suffix = Path(filename).suffix.lower()
+    doc_type = UPLOAD_TYPES.get(suffix)
+    if doc_type is None:
+        accepted = ", ".join(sorted({t for t in UPLOAD_TYPES.values()}))
+        what = f"'{suffix}'" if suffix else "without an extension"
+        raise UnsupportedMediaType(f"files {what} are not accepted (accepted: {accepted})")
+    return doc_type
+
+
+def upload_source_id(workspace_name: str, sha256: str, filename: str) -> str:
+    """``/uploads/<workspace>/<first 12 hex of sha256>/<sanitised name>`` (seed 000)."""
+    return f"/uploads/{workspace_name}/{sha256[:12]}/{filename}"
+
+
+def uploads_dir(data_dir: Path, workspace: WorkspaceInfo) -> Path:
+    """Where a workspace's uploads are kept: ``<data dir>/uploads/<short id>/``."""
+    return data_dir / "uploads" / workspace.short_id
+
+
+def stored_path(data_dir: Path, workspace: WorkspaceInfo, sha256: str, doc_type: str) -> Path:
+    if not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise ValueError("a stored upload is named by its SHA-256")
+    return uploads_dir(data_dir, workspace) / f"{sha256}.{_extension(doc_type)}"
+
+
+def _extension(doc_type: str) -> str:
+    if doc_type not in MIME_TYPES:
+        raise ValueError(f"not an upload type: {doc_type}")
+    return doc_type
+
+
+# -- content sniffing -----------------------------------------------------------------
+def detect_mime(head: bytes) -> str:
+    """What the first bytes look like, for messages; ``text/plain`` or a guess."""
+    for magic, mime in _MAGIC:
+        if head.startswith(magic):
+            return mime
+    if b"%PDF-" in head[:1024]:
+        return "application/pdf"
+    if b"\x00" in head:
+        return "application/octet-stream"
+    return "text/plain"
+
+
+def sniff(path: Path, doc_type: str, limits: guards.IngestLimits) -> None:
+    """Check that the bytes at ``path`` really are a ``doc_type`` file.
+
+    Raises ``UnsupportedMediaType`` (415) when they are something else, and
+    ``InvalidInput`` with the guard's reason (``zip_bomb``, ``too_large``) when an Office
+    container is hostile.
+    """
+    with path.open("rb") as handle:
+        head = handle.read(_SNIFF_BYTES)
+    if doc_type == "pdf":
+        if b"%PDF-" not in head[:1024]:
+            _mismatch(doc_type, head)
+    elif doc_type in OFFICE_MAIN_PARTS:
+        _sniff_office(path, doc_type, head, limits)
+    elif doc_type in TEXT_TYPES:
+        _sniff_text(path, doc_type, head)
+    else:
+        raise UnsupportedMediaType(f"'{doc_type}' files are not accepted")
+
+
+def _mismatch(doc_type: str, head: bytes, why: str = "") -> NoReturn:
+    found = detect_mime(head)
+    detail = f" ({why})" if why else ""
+    raise UnsupportedMediaType(
+        f"the content is {found}, not {MIME_TYPES[doc_type]} as the .{doc_type} "
+        f"extension says{detail}"
+    )
+
+
+def _sniff_office(path: Path, doc_type: str, head: bytes, limits: guards.IngestLimits) -> None:
+    if not head.startswith(b"PK\x03\x04"):
+        _mismatch(doc_type, head)
+    try:
+        with zipfile.ZipFile(path) as archive:  # reads the central directory only
+            names = set(archive.namelist())
+    except (zipfile.BadZipFile, EOFError, ValueError, OSError):
+        _mismatch(doc_type, head, "not a readable zip container")
+    if "[Content_Types].xml" not in names or OFFICE_MAIN_PARTS[doc_type] not in names:
+        _mismatch(doc_type, head, f"a zip without {OFFICE_MAIN_PARTS[doc_type]}")
+    if path.suffix != f".{doc_type}":
+        raise ValueError("the guards pick zip checks by extension: name the file .<type>")
+    try:
+        guards.check_file(path, limits)
+    except ParseError as exc:
+        raise _guard_error(exc) from exc
+
+
+def _guard_error(exc: ParseError) -> InvalidInput:
+    if exc.reason == "too_large":
+        return PayloadTooLarge(exc.message)
+    if exc.reason in ("corrupt", "unsupported_type"):
+        return UnsupportedMediaType(exc.message)
+    return InvalidInput(exc.message, code=exc.reason)
+
+
+def _sniff_text(path: Path, doc_type: str, head: bytes) -> None:
+    if head.startswith(_FORMAT_MAGIC):
+        _mismatch(doc_type, head)  # a PDF can be all ASCII, yet it is no text file
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            if b"\x00" in block:
+                _mismatch(doc_type, head, "text never holds NUL bytes")
+    sample = head[:_TEXT_SAMPLE_BYTES]
+    controls = sum(1 for b in sample if b < 0x20 and b not in _TEXT_CONTROLS)
+    if sample and controls / len(sample) > _CONTROL_SHARE:
+        _mismatch(doc_type, head, "too many control characters for text")
+    if not _decodes_as_text(sample):
+        _mismatch(doc_type, head, "it does not decode as text")
+    if doc_type == "html" and not _HTML_TAG.search(sample):
+        raise UnsupportedMediaType("the content is text/plain, not text/html: it has no HTML tag")
+
+
+def _decodes_as_text(sample: bytes) -> bool:
+    if not sample:
+        return True
+    try:
+        sample.decode("utf-8")
+        return True
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(sample) - 3 and exc.reason == "unexpected end of data":
+            return True  # a character cut by the sample's end
+    return from_bytes(sample).best() is not None
+
+
+# -- receiving a multipart body -------------------------------------------------------
+@dataclass(frozen=True)
+class ReceivedFile:
+    """A file part written to disk: where, the client's (raw) name, size and hash."""
+
+    path: Path
+    filename: str
+    size: int
+    sha256: str
+
+    @property
+    def doc_type(self) -> str:
+        return upload_type(self.filename)
+
+
+class MultipartReceiver:
+    """Parses a ``multipart/form-data`` body fed in pieces; writes the ``file`` part.
+
+    The file part goes straight to ``directory`` while its SHA-256 is computed; past
+    ``max_bytes`` the receiver stops with ``PayloadTooLarge``. Feed with :meth:`feed`,
+    end with :meth:`finish`; call :meth:`discard` on any error to remove the partial file.
+    """
+
+    def __init__(self, content_type: str | None, directory: Path, *, max_bytes: int) -> None:
+        mime, params = parse_options_header(content_type or "")
+        if mime != b"multipart/form-data":
+            raise UnsupportedMediaType(
+                "upload with a multipart/form-data body holding a `file` part"
+            )
+        boundary = params.get(b"boundary")
+        if not boundary:
+            raise MalformedUpload("the multipart body has no boundary")
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self._headers: list[tuple[bytes, bytes]] = []
+        self._field = b""
+        self._value = b""
+        self._sink: BinaryIO | None = None
+        self._in_file = False
+        self._file_done = False
+        self._field_bytes = 0
+        self._size = 0
+        self._digest = hashlib.sha256()
+        self._filename = ""
+        self._path: Path | None = None
+        self._ended = False
+        try:
+            self._parser = MultipartParser(
+                boundary,
+                callbacks={
+                    "on_part_begin": self._part_begin,
+                    "on_header_field": self._header_field,
+                    "on_header_value": self._header_value,
+                    "on_header_end": self._header_end,
+                    "on_headers_finished": self._headers_finished,
+                    "on_part_data": self._part_data,
+                    "on_part_end": self._part_end,
+                    "on_end": self._end,
+                },
+                max_header_count=16,
+            )
+        except FormParserError as exc:
+            raise MalformedUpload(f"the multipart boundary is not valid: {exc}") from exc
+
+    def feed(self, data: bytes) -> None:
+        if self._ended:
+            return  # an epilogue after the closing boundary is ignored
+        try:
+            self._parser.write(data)
+        except (MultipartParseError, FormParserError) as exc:
+            raise MalformedUpload(f"the multipart body is malformed: {exc}") from exc
+
+    def finish(self) -> ReceivedFile:
+        if not self._ended:
+            raise MalformedUpload("the multipart body ended before its closing boundary")
+        if not self._file_done or self._path is None:
+            raise InvalidInput(
+                f"the upload has no `{FILE_FIELD}` part with a file name", code="missing_file"
+            )
+        return ReceivedFile(self._path, self._filename, self._size, self._digest.hexdigest())
+
+    def discard(self) -> None:
+        self._close_sink()
+        if self._path is not None:
+            self._path.unlink(missing_ok=True)
+            self._path = None
+
+    # parser callbacks ----------------------------------------------------------------
+    def _part_begin(self) -> None:
+        self._headers = []
+        self._field = self._value = b""
+
+    def _header_field(self, data: bytes, start: int, end: int) -> None:
+        self._field += data[start:end]
+
+    def _header_value(self, data: bytes, start: int, end: int) -> None:
+        self._value += data[start:end]
+
+    def _header_end(self) -> None:
+        self._headers.append((self._field.strip().lower(), self._value.strip()))
+        self._field = self._value = b""
+
+    def _headers_finished(self) -> None:
+        disposition = next((v for k, v in self._headers if k == b"content-disposition"), None)
+        if disposition is None:
+            raise MalformedUpload("a multipart part has no Content-Disposition header")
+        kind, params = parse_options_header(disposition)
+        if kind != b"form-data":
+            raise MalformedUpload("a multipart part is not form-data")
+        name = params.get(b"name", b"").decode("utf-8", "replace")
+        filename = _disposition_filename(disposition, params)
+        self._in_file = filename is not None
+        if filename is None:
+            return
+        if name != FILE_FIELD:
+            raise InvalidInput(
+                f"unexpected file field {name!r}: send the file as `{FILE_FIELD}`",
+                code="unexpected_field",
+            )
+        if self._path is not None:
+            raise InvalidInput("upload one file per request", code="too_many_files")
+        self._filename = filename
+        doc_type = upload_type(sanitize_filename(filename))  # 415 before any byte is stored
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._path = self.directory / f"{secrets.token_hex(16)}.{doc_type}"
+        self._sink = self._path.open("xb")
+
+    def _part_data(self, data: bytes, start: int, end: int) -> None:
+        piece = data[start:end]
+        if not self._in_file:
+            self._field_bytes += len(piece)
+            if self._field_bytes > _MAX_FIELD_BYTES:
+                raise PayloadTooLarge("form fields besides the file are limited to 64 KiB")
+            return
+        self._size += len(piece)
+        if self._size > self.max_bytes:
+            raise PayloadTooLarge(
+                f"the file is over the {guards.human_size(self.max_bytes)} upload limit"
+            )
+        self._digest.update(piece)
+        assert self._sink is not None
+        self._sink.write(piece)
+
+    def _part_end(self) -> None:
+        if self._in_file:
+            self._close_sink()
+            self._file_done = True
+        self._in_file = False
+
+    def _end(self) -> None:
+        self._ended = True
+
+    def _close_sink(self) -> None:
+        if self._sink is not None:
+            self._sink.close()
+            self._sink = None
+
+
+def _disposition_filename(header: bytes, params: dict[bytes, bytes]) -> str | None:
+    """``filename*`` (RFC 5987, UTF-8) when given, else ``filename``; ``None`` if neither."""
+    extended = re.search(rb"filename\*\s*=\s*([^;]+)", header, re.IGNORECASE)
+    if extended:
+        charset, _, rest = extended.group(1).strip().strip(b'"').partition(b"'")
+        _language, _, encoded = rest.partition(b"'")
+        encoding = charset.decode("ascii", "replace") or "utf-8"
+        try:
+            return unquote(encoded.decode("ascii", "replace"), encoding=encoding, errors="replace")
+        except LookupError:
+            return unquote(encoded.decode("ascii", "replace"), errors="replace")
+    if b"filename" in params:
+        return params[b"filename"].decode("utf-8", "replace")
+    return None
+
+
+def sweep_incoming(directory: Path, *, max_age_s: float = _INCOMING_MAX_AGE_S) -> int:
+    """Remove partial uploads a killed process left behind (older than ``max_age_s``)."""
+    removed = 0
+    if not directory.is_dir():
+        return 0
+    cutoff = time.time() - max_age_s
+    for entry in directory.iterdir():
+        try:
+            if entry.is_file() and entry.stat().st_mtime < cutoff:
+                entry.unlink()
+                removed += 1
+        except OSError:
+            continue
+    return removed
+
+
+# -- registering an upload ------------------------------------------------------------
+@dataclass(frozen=True)
+class StoredUpload:
+    document_id: int
+    duplicate: bool
+    job_id: int | None = None
+
+
+def store_upload(
+    engine: Engine,
+    workspace: WorkspaceInfo,
+    data_dir: Path,
+    received: ReceivedFile,
+    limits: guards.IngestLimits,
+) -> StoredUpload:
+    """Sniff ``received``, then keep it once per content hash and queue its processing.
+
+    A file whose content the workspace already holds as an upload is not stored again:
+    the result names the existing document with ``duplicate=True``. Otherwise the file
+    moves to ``<uploads>/<sha256>.<ext>`` and a ``pending`` document and its job are
+    written in one transaction.
+    """
+    try:
+        filename = sanitize_filename(received.filename)
+        doc_type = upload_type(filename)
+        sniff(received.path, doc_type, limits)
+        existing = find_upload(engine, workspace.id, received.sha256)
+        if existing is not None:
+            return StoredUpload(existing, duplicate=True)
+        target = stored_path(data_dir, workspace, received.sha256, doc_type)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(received.path, target)  # same content, same name: a racing twin is harmless
+    finally:
+        received.path.unlink(missing_ok=True)
+    now = utcnow()
+    try:
+        with engine.begin() as conn:
+            document_id = conn.execute(
+                insert(DocumentRow)
+                .values(
+                    workspace_id=workspace.id,
+                    source_id=upload_source_id(workspace.name, received.sha256, filename),
+                    origin="upload",
+                    title=Path(filename).stem,
+                    doc_type=doc_type,
+                    size=received.size,
+                    mtime_ns=0,
+                    content_hash=received.sha256,
+                    status="pending",
+                    chunk_count=0,
+                    doc_date=now,
+                    created_at=now,
+                    updated_at=now,
+                )
+                .returning(DocumentRow.id)
+            ).scalar_one()
+            job_id = queue.enqueue(
+                conn, workspace.id, UPLOAD_JOB, document_id=document_id, payload={}
+            )
+    except IntegrityError:
+        # A concurrent upload of the same content won the unique (workspace, hash) index.
+        existing = find_upload(engine, workspace.id, received.sha256)
+        if existing is None:
+            raise Conflict("the upload clashes with another document; try again") from None
+        return StoredUpload(existing, duplicate=True)
+    return StoredUpload(int(document_id), duplicate=False, job_id=job_id)
+
+
+def find_upload(engine: Engine, workspace_id: int, sha256: str) -> int | None:
+    query = select(DocumentRow.id).where(
+        DocumentRow.workspace_id == workspace_id,
+        DocumentRow.origin == "upload",
+        DocumentRow.content_hash == sha256,
+    )
+    with engine.connect() as conn:
+        found = conn.execute(query).scalar()
+    return None if found is None else int(found)
+
+
+# -- processing -----------------------------------------------------------------------
+def process_upload(indexer: Indexer, data_dir: Path, document_id: int) -> IngestOutcome | None:
+    """Parse, chunk, embed and index one uploaded document (a worker's job).
+
+    Idempotent: a document already ``ready`` is left alone, so a job redone after a
+    crash does its work once; ``None`` when the document is gone (deleted meanwhile).
+    """
+    engine = indexer.catalog.engine
+    workspace = indexer.workspace
+    with Session(engine, expire_on_commit=False) as session:
+        document = session.get(DocumentRow, document_id)
+    if document is None or document.workspace_id != workspace.id:
+        return None
+    if document.status == "deleting":
+        return None
+    if document.status == "ready":
+        return IngestOutcome(document.source_id, "unchanged", chunks=document.chunk_count)
+    set_status(engine, document_id, "indexing")
+    assert document.content_hash is not None
+    meta = DocumentMeta(
+        source_id=document.source_id,
+        doc_type=document.doc_type,
+        title=document.title,
+        size=document.size,
+        mtime_ns=0,
+        content_hash=document.content_hash,
+        doc_date=_aware(document.doc_date),
+        origin="upload",
+    )
+    path = stored_path(data_dir, workspace, document.content_hash, document.doc_type)
+    outcomes: list[IngestOutcome] = []
+    indexer.index([IngestItem(meta, path=path)], outcomes.append)
+    return outcomes[0] if outcomes else None
+
+
+def set_status(
+    engine: Engine,
+    document_id: int,
+    status: str,
+    *,
+    code: str | None = None,
+    message: str | None = None,
+) -> None:
+    with engine.begin() as conn:
+        conn.execute(
+            update(DocumentRow)
+            .where(DocumentRow.id == document_id, DocumentRow.status != "deleting")
+            .values(status=status, error_code=code, error=message, updated_at=utcnow())
+        )
+
+
+def _aware(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
