@@ -81,3 +81,11 @@ def test_health_and_readiness(api: Api) -> None:
     ready = httpx.get(f"{base_url}/readyz")
     assert ready.status_code == 200 and ready.json()["state"] == "ready"
     assert httpx.get(f"{base_url}/openapi.json").json()["info"]["title"] == "AutoRAG"
+
+
+def test_cors_is_off_unless_configured(api: Api) -> None:
+    preflight = httpx.options(
+        f"{api.base_url}/api/workspaces/default/search",
+        headers={"Origin": "https://evil.example", "Access-Control-Request-Method": "POST"},
+    )
+    assert "access-control-allow-origin" not in preflight.headers
