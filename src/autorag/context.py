@@ -10,7 +10,9 @@ from typing import Any
 
 from autorag.config import Settings, load_settings
 from autorag.embeddings.base import KNOWN_MODEL_DIMS, EmbeddingProvider
+from autorag.errors import AutoragError
 from autorag.ingest.pipeline import Indexer
+from autorag.ingest.readiness import Readiness, check_readiness
 from autorag.retrieval.hybrid import HybridSearcher
 from autorag.sources import SourceRoot, plan_source_roots
 from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
@@ -98,6 +100,20 @@ class AppContext:
             vectors=lambda: self.vectors,
             embedder=lambda: self.embedder,
             settings=self.settings.ingest,
+        )
+
+    def readiness(self) -> Readiness:
+        """Seed 000's readiness of this workspace's index, with the reason."""
+        try:
+            vectors: VectorStore | None = self.vectors
+        except AutoragError:  # reported as unavailable, with the others' state
+            vectors = None
+        return check_readiness(
+            self.catalog,
+            self.info,
+            search_paths=self.settings.search_paths,
+            embedding_model=self.embedder.model_id,
+            vectors=vectors,
         )
 
     def for_workspace(self, info: WorkspaceInfo) -> AppContext:

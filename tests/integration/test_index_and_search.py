@@ -14,7 +14,6 @@ from tests.samples import write_corpus
 from autorag.context import AppContext, open_context
 from autorag.ingest.chunker import chunk_document
 from autorag.ingest.minsync import refresh
-from autorag.ingest.readiness import Readiness, check_readiness
 from autorag.models import ParsedDocument, SearchFilters, Segment
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
@@ -47,16 +46,6 @@ def app(tmp_path: Path) -> Iterator[AppContext]:
 
 def _refresh(app: AppContext) -> object:
     return refresh(app.catalog, app.info, app.indexer, app.roots, ignore=app.settings.ingest.ignore)
-
-
-def _readiness(app: AppContext) -> Readiness:
-    return check_readiness(
-        app.catalog,
-        app.info,
-        search_paths=app.settings.search_paths,
-        embedding_model=app.embedder.model_id,
-        vectors=app.vectors,
-    )
 
 
 def _search(app: AppContext, query: str, **kwargs: object) -> list[str]:
@@ -113,7 +102,7 @@ def test_guard_d01_skips_vectors_when_models_differ(app: AppContext) -> None:
     response = app.searcher.search(SearchRequest("refund window", k=5))
     assert [d.code for d in response.diagnostics] == ["embedding_model_mismatch"]
     assert response.hits and {h.legs for h in response.hits} == {"fts"}
-    readiness = _readiness(app)
+    readiness = app.readiness()
     assert readiness.state == "degraded" and "reindex" in readiness.reason
 
 
@@ -179,7 +168,7 @@ def test_failures_are_recorded_with_reasons_and_the_rest_continues(app: AppConte
     codes = {Path(f.source_id).name: f.error_code for f in report.failures}  # type: ignore[attr-defined]
     assert codes == {"broken.pdf": "corrupt", "image.xyz": "unsupported_type"}
     assert report.indexed == len(FACTS)  # type: ignore[attr-defined]
-    readiness = _readiness(app)
+    readiness = app.readiness()
     assert readiness.state == "degraded"
     assert {f["code"] for f in readiness.failed} == {"corrupt", "unsupported_type"}
 

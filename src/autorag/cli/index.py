@@ -24,7 +24,7 @@ from autorag.cli._common import console, current_workspace, err_console, open_ap
 from autorag.errors import InvalidInput
 from autorag.ingest.minsync import RefreshReport, refresh, refresh_lock
 from autorag.ingest.pipeline import IngestOutcome
-from autorag.ingest.readiness import Readiness, check_readiness
+from autorag.ingest.readiness import Readiness
 from autorag.ingest.reindex import reindex
 from autorag.sources import SourceRoot, plan_source_roots
 from autorag.workspace import init_workspace
@@ -169,17 +169,7 @@ def _print_refresh(report: RefreshReport) -> None:
 def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Readiness (configured | degraded | unavailable | ready), counts and failed files."""
     app = open_app(ctx)
-    try:
-        vectors = app.vectors
-    except Exception:  # readiness reports it as unavailable
-        vectors = None
-    readiness = check_readiness(
-        app.catalog,
-        app.info,
-        search_paths=app.settings.search_paths,
-        embedding_model=app.embedder.model_id,
-        vectors=vectors,
-    )
+    readiness = app.readiness()
     if as_json:
         print_json(
             {

@@ -8,8 +8,6 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from autorag.api.deps import AppDep
-from autorag.errors import AutoragError
-from autorag.ingest.readiness import check_readiness
 from autorag.store.catalog.db import ping
 
 router = APIRouter(tags=["health"])
@@ -30,17 +28,7 @@ def readyz(context: AppDep) -> JSONResponse:
     except Exception as exc:  # any driver error: the database is unreachable
         body["database"] = f"unreachable: {type(exc).__name__}"
         return JSONResponse({**body, "state": "unavailable"}, status_code=503)
-    try:
-        vectors = context.vectors
-    except AutoragError:
-        vectors = None
-    readiness = check_readiness(
-        context.catalog,
-        context.info,
-        search_paths=context.settings.search_paths,
-        embedding_model=context.embedder.model_id,
-        vectors=vectors,
-    )
+    readiness = context.readiness()
     body |= {"state": readiness.state, "reason": readiness.reason}
     status = 503 if readiness.state == "unavailable" else 200
     return JSONResponse(body, status_code=status)
