@@ -6,12 +6,23 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 import uvicorn
+from fastapi import FastAPI
 from starlette.types import ASGIApp
 
+from autorag.api.app import create_app
+from autorag.context import AppContext, open_context
+from autorag.workspace import Workspace, init_workspace
+
 _START_TIMEOUT_S = 10.0
+API_TIMEOUT = httpx.Timeout(120.0)
+PROCESSED_WAIT_S = 180.0
 
 
 @pytest.fixture(scope="session")
@@ -48,3 +59,74 @@ def _wait_until_started(server: uvicorn.Server) -> None:
         if time.monotonic() > deadline:
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
+
+
+def bearer(credential: str | None) -> dict[str, str]:
+    """The headers that send a login token or an API key; none for an anonymous call."""
+    return {"Authorization": f"Bearer {credential}"} if credential else {}
+
+
+@dataclass(frozen=True)
+class ApiServer:
+    """An AutoRAG API server started by ``launch_api``."""
+
+    url: str
+    app: FastAPI
+    workspace: Workspace
+    prepared: Any  # what the ``prepare`` function given to ``launch_api`` returned
+
+    def call(
+        self, method: str, path: str, credential: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        """One request, with ``credential`` (a login token or an API key) if given."""
+        return httpx.request(
+            method, self.url + path, headers=bearer(credential), timeout=API_TIMEOUT, **kwargs
+        )
+
+    def headers(self, credential: str | None) -> dict[str, str]:
+        return bearer(credential)
+
+    def client(self, credential: str | None = None) -> httpx.Client:
+        return httpx.Client(base_url=self.url, headers=bearer(credential), timeout=API_TIMEOUT)
+
+    def wait_processed(
+        self, credential: str, document_id: int, workspace: str = "default"
+    ) -> dict[str, Any]:
+        """The document once processed (``ready`` or ``failed``), polled as a client would;
+        as it stands after ``PROCESSED_WAIT_S`` otherwise."""
+        deadline = time.monotonic() + PROCESSED_WAIT_S
+        with self.client(credential) as client:
+            while True:
+                response = client.get(f"/api/workspaces/{workspace}/documents/{document_id}")
+                assert response.status_code == 200, response.text
+                document: dict[str, Any] = response.json()
+                if document["status"] in ("ready", "failed") or time.monotonic() > deadline:
+                    return document
+                time.sleep(0.2)
+
+
+LaunchApi = Callable[..., ApiServer]
+
+
+@pytest.fixture(scope="session")
+def launch_api(serve_asgi: Callable[[ASGIApp], str]) -> LaunchApi:
+    """Start the API on a fresh workspace at ``root``, as `autorag serve` would.
+
+    ``launch_api(root, prepare=None, **server)``: ``prepare(context)`` runs on the
+    workspace's catalog before the server starts (create workspaces, users, keys…) and
+    its result is kept as ``ApiServer.prepared``; ``server`` are ``[server]`` settings.
+    """
+
+    def launch(
+        root: Path, prepare: Callable[[AppContext], Any] | None = None, **server: Any
+    ) -> ApiServer:
+        workspace = init_workspace(root)
+        context = open_context(workspace)
+        try:
+            prepared = prepare(context) if prepare is not None else None
+        finally:
+            context.close()
+        app = create_app(workspace, server=server)
+        return ApiServer(serve_asgi(app), app, workspace, prepared)
+
+    return launch

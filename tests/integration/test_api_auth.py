@@ -6,35 +6,37 @@ from __future__ import annotations
 import itertools
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
-from starlette.types import ASGIApp
 
-from autorag.api.app import create_app
 from autorag.auth.service import ensure_setup_token
-from autorag.context import open_context
-from autorag.workspace import init_workspace
+from autorag.context import AppContext
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ApiServer, LaunchApi
 
 PASSWORD = "a long enough password"
 SEARCH = {"query": "refund window", "mode": "fts"}
-Serve = Callable[[ASGIApp], str]
 
 
 @dataclass
 class Server:
-    base_url: str
+    api: ApiServer
     setup_token: str
+
+    @property
+    def base_url(self) -> str:
+        return self.api.url
 
     def call(
         self, method: str, path: str, credential: str | None = None, **kwargs: Any
     ) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {credential}"} if credential else {}
-        return httpx.request(method, self.base_url + path, headers=headers, timeout=30, **kwargs)
+        return self.api.call(method, path, credential, **kwargs)
 
     def setup(self, username: str = "root") -> str:
         """Create the first admin; returns a login token for it."""
@@ -67,21 +69,23 @@ class Server:
         return created
 
 
-def start(serve_asgi: Serve, root: Path, **server: Any) -> Server:
+def start(launch_api: LaunchApi, root: Path, **server: Any) -> Server:
     """A server on a fresh workspace with workspaces ``default`` and ``b``."""
-    workspace = init_workspace(root)
-    context = open_context(workspace)
-    context.catalog.ensure_workspace("b")
-    token = ensure_setup_token(context.catalog, workspace.data_dir)  # as `autorag serve` does
-    context.close()
-    assert token is not None
-    app = create_app(workspace, server={"login_attempts_per_minute": 1000, **server})
-    return Server(serve_asgi(app), token)
+
+    def prepare(context: AppContext) -> str | None:
+        context.catalog.ensure_workspace("b")
+        # As `autorag serve` does.
+        return ensure_setup_token(context.catalog, context.workspace.data_dir)
+
+    server.setdefault("login_attempts_per_minute", 1000)
+    api = launch_api(root, prepare, **server)
+    assert api.prepared is not None
+    return Server(api, api.prepared)
 
 
 @pytest.fixture
-def server(tmp_path: Path, serve_asgi: Serve) -> Server:
-    return start(serve_asgi, tmp_path / "kb")
+def server(tmp_path: Path, launch_api: LaunchApi) -> Server:
+    return start(launch_api, tmp_path / "kb")
 
 
 # -- setup, login, tokens -------------------------------------------------------------
@@ -163,8 +167,8 @@ def test_the_last_admin_cannot_be_removed(server: Server) -> None:
     assert response.status_code == 409 and "last enabled admin" in response.json()["detail"]
 
 
-def test_login_is_rate_limited(tmp_path: Path, serve_asgi: Serve) -> None:
-    server = start(serve_asgi, tmp_path / "kb", login_attempts_per_minute=3)
+def test_login_is_rate_limited(tmp_path: Path, launch_api: LaunchApi) -> None:
+    server = start(launch_api, tmp_path / "kb", login_attempts_per_minute=3)
     server.setup()  # one attempt from this address
     wrong = {"username": "root", "password": "wrong password"}
     assert [server.call("POST", "/api/auth/login", json=wrong).status_code for _ in range(2)] == [
@@ -272,8 +276,8 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, serve_asgi: Serve) -> World:
-    server = start(serve_asgi, tmp_path_factory.mktemp("matrix") / "kb")
+def world(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> World:
+    server = start(launch_api, tmp_path_factory.mktemp("matrix") / "kb")
     admin = server.setup()
     return World(
         server,

@@ -12,22 +12,22 @@ import io
 import sqlite3
 import time
 import zipfile
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import lancedb
 import pytest
-from starlette.types import ASGIApp
 from tests.samples import write_docx, write_pdf
 
-from autorag.api.app import create_app
 from autorag.auth import service
-from autorag.context import open_context
+from autorag.context import AppContext, open_context
 from autorag.store.catalog.repository import WorkspaceInfo
-from autorag.workspace import Workspace, init_workspace
+from autorag.workspace import Workspace
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ApiServer, LaunchApi
 
 TIMEOUT = httpx.Timeout(120.0)
 READY_WAIT_S = 180.0
@@ -35,10 +35,18 @@ READY_WAIT_S = 180.0
 
 @dataclass
 class Server:
-    url: str
-    workspace: Workspace
-    admin: dict[str, str]  # headers of an admin's API key (every workspace)
+    api: ApiServer
+    admin_key: str  # an admin's API key (every workspace)
+    admin: dict[str, str]  # its headers
     member: dict[str, str]  # headers of a member of "default" only
+
+    @property
+    def url(self) -> str:
+        return self.api.url
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.api.workspace
 
     def client(self, headers: dict[str, str] | None = None) -> httpx.Client:
         return httpx.Client(base_url=self.url, headers=headers or self.admin, timeout=TIMEOUT)
@@ -52,15 +60,7 @@ class Server:
             )
 
     def wait(self, document_id: int, workspace: str = "default") -> dict[str, Any]:
-        deadline = time.monotonic() + READY_WAIT_S
-        with self.client() as client:
-            while True:
-                response = client.get(f"/api/workspaces/{workspace}/documents/{document_id}")
-                assert response.status_code == 200, response.text
-                document: dict[str, Any] = response.json()
-                if document["status"] in ("ready", "failed") or time.monotonic() > deadline:
-                    return document
-                time.sleep(0.2)
+        return self.api.wait_processed(self.admin_key, document_id, workspace)
 
     def search(self, query: str, workspace: str = "default", **body: Any) -> list[dict[str, Any]]:
         with self.client() as client:
@@ -86,23 +86,24 @@ class Server:
 
 
 @pytest.fixture(scope="module")
-def server(
-    tmp_path_factory: pytest.TempPathFactory, serve_asgi: Callable[[ASGIApp], str]
-) -> Iterator[Server]:
-    workspace = init_workspace(tmp_path_factory.mktemp("api-docs") / "kb")
-    context = open_context(workspace)
-    context.catalog.ensure_workspace("other")
-    service.create_user(context.catalog, "root", "a long admin password", "admin")
-    service.create_user(context.catalog, "mia", "a long member password", "member")
-    service.add_membership(context.catalog, "mia", "default")
-    _, admin_key = service.create_api_key(context.catalog, "root", "tests", [])
-    _, member_key = service.create_api_key(context.catalog, "mia", "tests", [])
-    context.close()
+def server(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> Server:
+    def prepare(context: AppContext) -> tuple[str, str]:
+        context.catalog.ensure_workspace("other")
+        service.create_user(context.catalog, "root", "a long admin password", "admin")
+        service.create_user(context.catalog, "mia", "a long member password", "member")
+        service.add_membership(context.catalog, "mia", "default")
+        _, admin_key = service.create_api_key(context.catalog, "root", "tests", [])
+        _, member_key = service.create_api_key(context.catalog, "mia", "tests", [])
+        return admin_key, member_key
+
     # A 1 MiB upload limit makes "oversize" cheap to send.
-    url = serve_asgi(create_app(workspace, server={"max_upload_mb": 1, "workers": 2}))
-    yield Server(
-        url,
-        workspace,
+    api = launch_api(
+        tmp_path_factory.mktemp("api-docs") / "kb", prepare, max_upload_mb=1, workers=2
+    )
+    admin_key, member_key = api.prepared
+    return Server(
+        api,
+        admin_key,
         {"Authorization": f"Bearer {admin_key}"},
         {"Authorization": f"Bearer {member_key}"},
     )

@@ -6,6 +6,7 @@ import pytest
 
 from autorag.auth.permissions import (
     ALL_PERMISSIONS,
+    EVERY_WORKSPACE,
     ROLE_PERMISSIONS,
     ROLES,
     effective_scope,
@@ -42,6 +43,13 @@ def test_workspace_scope_limits_every_permission() -> None:
     assert not is_allowed("member", "token", scope, "search:read", "b")
     assert is_allowed("member", "token", scope, "search:read")  # no workspace involved
     assert is_allowed("admin", "token", None, "documents:write", "anything")
+
+
+def test_every_workspace_at_once_needs_an_unconfined_principal() -> None:
+    assert is_allowed("admin", "token", None, "workspaces:admin", EVERY_WORKSPACE)
+    assert is_allowed("admin", "api_key", None, "workspaces:admin", EVERY_WORKSPACE)
+    assert not is_allowed("admin", "api_key", frozenset({"b"}), "workspaces:admin", EVERY_WORKSPACE)
+    assert is_allowed("admin", "api_key", frozenset({"b"}), "workspaces:admin", "b")
 
 
 def test_credentials_are_managed_only_after_a_password_login() -> None:

@@ -16,7 +16,13 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from autorag.api.deps import AppDep
 from autorag.auth.keys import looks_like_key
-from autorag.auth.permissions import ALL_PERMISSIONS, effective_scope, in_scope, is_allowed
+from autorag.auth.permissions import (
+    ALL_PERMISSIONS,
+    EVERY_WORKSPACE,
+    effective_scope,
+    in_scope,
+    is_allowed,
+)
 from autorag.auth.ratelimit import SlidingWindowLimiter
 from autorag.auth.service import UserInfo, get_active_user, resolve_api_key
 from autorag.auth.tokens import TokenSigner, load_or_create_secret
@@ -97,13 +103,14 @@ def current_principal(
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
 
 
-def require(permission: str) -> Callable[..., Principal]:
+def require(permission: str, *, every_workspace: bool = False) -> Callable[..., Principal]:
     """A dependency answering the caller if they hold ``permission``.
 
     When the route has a ``{workspace}`` path parameter, the permission must hold in that
     workspace, and a workspace the caller may not act in answers 404 exactly as a missing
     one does, so names cannot be probed. Declare it before other dependencies that look
-    the workspace up, so an anonymous caller learns nothing either.
+    the workspace up, so an anonymous caller learns nothing either. With
+    ``every_workspace`` it must hold in all of them (creating a workspace, say).
     """
     if permission not in ALL_PERMISSIONS:
         raise ValueError(f"unknown permission {permission!r}")
@@ -112,7 +119,7 @@ def require(permission: str) -> Callable[..., Principal]:
         workspace = request.path_params.get("workspace")
         if workspace is not None and not principal.sees(workspace):
             raise NotFound(f"no workspace {workspace!r}")
-        if not principal.can(permission, workspace):
+        if not principal.can(permission, EVERY_WORKSPACE if every_workspace else workspace):
             raise Forbidden(f"not allowed: {permission} (role {principal.role}, {principal.via})")
         return principal
 

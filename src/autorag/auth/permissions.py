@@ -34,6 +34,11 @@ ALL_PERMISSIONS: frozenset[str] = frozenset().union(*ROLE_PERMISSIONS.values())
 SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write"})
 SESSION = "token"
 
+# Given as the workspace, asks whether a permission holds in every workspace at once, as
+# creating a workspace needs: a principal confined to some workspaces (an API key with a
+# scope) acts inside those, not on the set of workspaces. No workspace bears this name.
+EVERY_WORKSPACE = "*"
+
 
 def is_allowed(
     role: str,
@@ -44,7 +49,8 @@ def is_allowed(
 ) -> bool:
     """Whether a principal may use ``permission`` (inside ``workspace`` when given).
 
-    ``scope`` is the set of workspace names the principal may act in, None for all.
+    ``scope`` is the set of workspace names the principal may act in, None for all;
+    ``workspace`` may be ``EVERY_WORKSPACE``.
     """
     if permission not in ROLE_PERMISSIONS.get(role, frozenset()):
         return False
@@ -54,6 +60,8 @@ def is_allowed(
 
 
 def in_scope(scope: frozenset[str] | None, workspace: str) -> bool:
+    if workspace == EVERY_WORKSPACE:
+        return scope is None
     return scope is None or workspace in scope
 
 

@@ -89,7 +89,7 @@ def list_workspaces(
 
 @router.post("", status_code=201, response_model=WorkspaceOut)
 def create_workspace(
-    principal: Annotated[Principal, Depends(require("workspaces:admin"))],
+    principal: Annotated[Principal, Depends(require("workspaces:admin", every_workspace=True))],
     body: WorkspaceCreate,
     context: AppDep,
 ) -> WorkspaceOut:

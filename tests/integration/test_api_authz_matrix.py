@@ -1,0 +1,748 @@
+"""The authorization matrix: every route of the API × who calls × which workspace.
+
+One server for the module, with workspace A (``default``, the one the configuration
+names) and workspace B (``other``), a processed document in each, and six callers: an
+admin's login token, a manager's and a member's (both members of A only), the member's
+API key scoped to A, an admin's API key scoped to B, and nobody.
+
+The answer each cell expects comes from the permission table below, written from the
+issue, never from the production permission code:
+
+* no credentials: 401, except on the public routes;
+* a workspace the caller may not act in: 404 exactly as a missing one, never 403;
+* in the caller's own workspace: the route's answer, or 403 without the permission;
+* a document or job id of the other workspace, asked for under this one: 404;
+* acting on the set of workspaces itself (creating one) needs a caller confined to no
+  workspaces: an admin's API key scoped to B administers B, it makes no workspaces.
+
+Destructive cells act on fresh objects (a document, a user, a key made for the cell)
+when they may succeed, and on the fixtures when they must be refused, which then must
+still be there. Deleting B itself puts B back, with a new document, for later cells.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sqlite3
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from autorag.auth import service
+from autorag.context import AppContext
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import ApiServer, LaunchApi
+
+A, B = "default", "other"
+OTHER = {A: B, B: A}
+PASSWORD = "a long enough password"
+SHARED_WORD = "quetzal"  # in every document of both workspaces: a leak would show up
+JOB_WAIT_S = 120.0
+
+# -- who may do what, from the issue ----------------------------------------------------
+PUBLIC = "public"  # anyone, credentials or not
+AUTHENTICATED = "authenticated"  # any valid credentials
+
+_MEMBER = {"documents:read", "documents:write", "search:read", "keys:write"}
+_MANAGER = _MEMBER | {"workspaces:write"}
+_ADMIN = _MANAGER | {"workspaces:admin", "users:admin", "keys:admin"}
+ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
+    "member": frozenset(_MEMBER),
+    "manager": frozenset(_MANAGER),
+    "admin": frozenset(_ADMIN),
+}
+# Credentials are managed with a password login: an API key mints, lists and revokes
+# no credentials, so a leaked key cannot outlive its own revocation.
+LOGIN_ONLY = frozenset({"users:admin", "keys:admin", "keys:write"})
+
+
+@dataclass(frozen=True)
+class Who:
+    name: str
+    role: str | None  # None: anonymous
+    via: str | None  # "token" | "api_key"
+    scope: frozenset[str] | None  # the workspaces it may act in; None: every one
+    username: str | None = None
+
+    def sees(self, workspace: str) -> bool:
+        return self.scope is None or workspace in self.scope
+
+    def holds(self, permission: str) -> bool:
+        if self.role is None or permission not in ROLE_PERMISSIONS[self.role]:
+            return False
+        return not (self.via == "api_key" and permission in LOGIN_ONLY)
+
+
+WHO = (
+    Who("admin", "admin", "token", None, "root"),
+    Who("manager", "manager", "token", frozenset({A}), "mgr"),
+    Who("member", "member", "token", frozenset({A}), "mem"),
+    Who("member_key_a", "member", "api_key", frozenset({A}), "mem"),
+    Who("admin_key_b", "admin", "api_key", frozenset({B}), "root"),
+    Who("anonymous", None, None, frozenset()),
+)
+
+
+# -- the world the matrix runs in ---------------------------------------------------------
+@dataclass
+class World:
+    api: ApiServer
+    credentials: dict[str, str | None]
+    spare_key: str  # an admin's key that no cell may revoke
+    spare_prefix: str
+    docs: dict[str, int] = field(default_factory=dict)  # each workspace's fixture document
+    jobs: dict[str, int] = field(default_factory=dict)  # the job that processed it
+    ids: dict[str, set[int]] = field(default_factory=dict)  # every document it holds
+    _counter: Iterator[int] = field(default_factory=itertools.count)
+
+    @property
+    def admin(self) -> str:
+        token = self.credentials["admin"]
+        assert token is not None
+        return token
+
+    def call(
+        self, method: str, path: str, credential: str | None = None, **kwargs: Any
+    ) -> httpx.Response:
+        return self.api.call(method, path, credential, **kwargs)
+
+    def fresh(self, prefix: str) -> str:
+        return f"{prefix}{next(self._counter)}"
+
+    def login(self, username: str) -> str:
+        body = {"username": username, "password": PASSWORD}
+        response = self.call("POST", "/api/auth/login", json=body)
+        assert response.status_code == 200, response.text
+        token: str = response.json()["access_token"]
+        return token
+
+    def upload(self, workspace: str) -> int:
+        """A new processed document in the workspace, uploaded by the admin."""
+        text = f"Field notes {self.fresh('n')}: the {SHARED_WORD} nests in {workspace}.\n"
+        response = self.call(
+            "POST",
+            f"/api/workspaces/{workspace}/documents",
+            self.admin,
+            files={"file": ("notes.txt", text.encode())},
+        )
+        assert response.status_code == 202, response.text
+        document_id: int = response.json()["id"]
+        self.ids.setdefault(workspace, set()).add(document_id)
+        self.wait_ready(workspace, document_id)
+        return document_id
+
+    def wait_ready(self, workspace: str, document_id: int) -> None:
+        document = self.api.wait_processed(self.admin, document_id, workspace)
+        assert document["status"] == "ready", document
+
+    def seed(self, workspace: str) -> None:
+        """Give the workspace its fixture document, and remember its processing job."""
+        self.docs[workspace] = self.upload(workspace)
+        with sqlite3.connect(self.api.workspace.database_file) as db:
+            (job_id,) = db.execute(
+                "SELECT id FROM jobs WHERE document_id = ?", (self.docs[workspace],)
+            ).fetchone()
+        self.jobs[workspace] = job_id
+
+    def wait_job(self, workspace: str, job_id: int) -> dict[str, Any]:
+        deadline = time.monotonic() + JOB_WAIT_S
+        while True:
+            response = self.call("GET", f"/api/workspaces/{workspace}/jobs/{job_id}", self.admin)
+            assert response.status_code == 200, response.text
+            job: dict[str, Any] = response.json()
+            if job["status"] in ("done", "failed") or time.monotonic() > deadline:
+                return job
+            time.sleep(0.1)
+
+    def exists(self, path: str) -> bool:
+        status = self.call("GET", path, self.admin).status_code
+        assert status in (200, 404), status
+        return status == 200
+
+    def usernames(self) -> dict[str, dict[str, Any]]:
+        users = self.call("GET", "/api/users", self.admin).json()
+        return {u["username"]: u for u in users}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> World:
+    def prepare(context: AppContext) -> tuple[dict[str, str], service.ApiKeyInfo, str]:
+        catalog = context.catalog
+        catalog.ensure_workspace(B)
+        for username, role in [
+            ("root", "admin"),
+            ("mgr", "manager"),
+            ("mem", "member"),
+            ("victim", "member"),
+        ]:
+            service.create_user(catalog, username, PASSWORD, role)
+        for username in ("mgr", "mem"):
+            service.add_membership(catalog, username, A)
+        keys = {
+            "member_key_a": service.create_api_key(catalog, "mem", "scoped to A", [A])[1],
+            "admin_key_b": service.create_api_key(catalog, "root", "scoped to B", [B])[1],
+        }
+        spare, spare_key = service.create_api_key(catalog, "root", "spare", [])
+        return keys, spare, spare_key
+
+    api = launch_api(
+        tmp_path_factory.mktemp("authz") / "kb", prepare, login_attempts_per_minute=10_000
+    )
+    keys, spare, spare_key = api.prepared
+    world = World(api, {}, spare_key, spare.prefix)
+    world.credentials = {
+        "admin": world.login("root"),
+        "manager": world.login("mgr"),
+        "member": world.login("mem"),
+        **keys,
+        "anonymous": None,
+    }
+    for workspace in (A, B):
+        world.seed(workspace)
+    return world
+
+
+# -- the routes -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Cell:
+    """One request of the matrix."""
+
+    world: World
+    who: Who
+    workspace: str | None
+    target: str | None  # routes taking an id: "own" (this workspace's) or "guessed"
+    allowed: bool  # the caller passes authentication and authorization
+
+    @property
+    def credential(self) -> str | None:
+        return self.world.credentials[self.who.name]
+
+    @property
+    def target_workspace(self) -> str:
+        assert self.workspace is not None
+        return self.workspace if self.target == "own" else OTHER[self.workspace]
+
+    @property
+    def succeeds(self) -> bool:
+        return self.allowed and self.target != "guessed"
+
+
+Params = tuple[dict[str, Any], dict[str, Any]]  # path parameters, request arguments
+
+
+def _nothing(cell: Cell) -> Params:
+    return {}, {}
+
+
+def _no_check(cell: Cell, response: httpx.Response) -> None:
+    pass
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    method: str
+    path: str
+    access: str  # PUBLIC, AUTHENTICATED, or the permission the route needs
+    ok: int  # the answer to a caller who may
+    workspace: str | None = None  # where a workspace is named: "path" or "body"
+    takes_id: bool = False  # a document or job id in the path: own and guessed ones
+    # Acts on the set of workspaces itself, not inside one: a caller confined to some
+    # workspaces (an API key with a scope) may not.
+    unconfined: bool = False
+    ok_in: Mapping[str, int] = field(default_factory=dict)  # another answer there
+    send: Callable[[Cell], Params] = _nothing
+    check: Callable[[Cell, httpx.Response], None] = _no_check  # after a success
+    after: Callable[[Cell, httpx.Response], None] = _no_check  # after any answer
+
+    def expected(self, who: Who, workspace: str | None, target: str | None) -> int:
+        """The answer from the issue's rules (see the module docstring)."""
+        if self.access == PUBLIC:
+            return self.ok
+        if who.role is None:
+            return 401
+        if self.access == AUTHENTICATED:
+            return self.ok
+        visible = workspace is None or who.sees(workspace)
+        if self.workspace == "path" and not visible:
+            return 404  # before anything else: a foreign workspace is a missing one
+        held = who.holds(self.access) and not (self.unconfined and who.scope is not None)
+        if not held:
+            return 403
+        if not visible:
+            return 404  # named in the body
+        if target == "guessed":
+            return 404
+        return self.ok_in.get(workspace or "", self.ok)
+
+    @property
+    def label(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+# Request builders and the checks of a successful (or refused) call, per route.
+def _login(cell: Cell) -> Params:
+    return {}, {"json": {"username": "mem", "password": PASSWORD}}
+
+
+def _login_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["token_type"] == "bearer"
+
+
+def _late_setup(cell: Cell) -> Params:
+    body = {"token": "not-the-setup-token", "username": "late", "password": PASSWORD}
+    return {}, {"json": body}
+
+
+def _me_check(cell: Cell, response: httpx.Response) -> None:
+    me = response.json()
+    who = cell.who
+    scope = None if who.scope is None else sorted(who.scope)
+    assert (me["username"], me["role"], me["via"], me["workspaces"]) == (
+        who.username,
+        who.role,
+        who.via,
+        scope,
+    )
+
+
+def _users_check(cell: Cell, response: httpx.Response) -> None:
+    assert {"root", "mgr", "mem"} <= {u["username"] for u in response.json()}
+
+
+def _new_user(cell: Cell) -> Params:
+    return {}, {"json": {"username": cell.world.fresh("fresh"), "password": PASSWORD}}
+
+
+def _new_user_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["role"] == "member"
+
+
+def _victim(cell: Cell) -> Params:
+    return {"username": "victim"}, {}
+
+
+def _patch_victim(cell: Cell) -> Params:
+    return {"username": "victim"}, {"json": {"role": "member"}}
+
+
+def _doomed_user(cell: Cell) -> Params:
+    """A fresh user for the one who may delete it; the shared victim for the others."""
+    if not cell.succeeds:
+        return _victim(cell)
+    username = cell.world.fresh("doomed")
+    body = {"username": username, "password": PASSWORD}
+    assert cell.world.call("POST", "/api/users", cell.world.admin, json=body).status_code == 201
+    return {"username": username}, {}
+
+
+def _doomed_user_check(cell: Cell, response: httpx.Response) -> None:
+    users = cell.world.usernames()
+    assert "victim" in users
+    if cell.succeeds:
+        assert response.request.url.path.rsplit("/", 1)[1] not in users
+
+
+def _membership_check(granted: bool) -> Callable[[Cell, httpx.Response], None]:
+    def check(cell: Cell, response: httpx.Response) -> None:
+        workspaces = cell.world.usernames()["victim"]["workspaces"]
+        assert (cell.workspace in workspaces) is granted
+
+    return check
+
+
+def _keys_check(cell: Cell, response: httpx.Response) -> None:
+    owners = {k["username"] for k in response.json()}
+    if cell.who.role != "admin":
+        assert owners <= {cell.who.username}
+    else:
+        assert {"root", "mem"} <= owners
+
+
+def _new_key(cell: Cell) -> Params:
+    return {}, {"json": {"name": "matrix", "workspaces": [cell.workspace]}}
+
+
+def _new_key_check(cell: Cell, response: httpx.Response) -> None:
+    key = response.json()
+    assert (key["username"], key["workspaces"]) == (cell.who.username, [cell.workspace])
+
+
+def _doomed_key(cell: Cell) -> Params:
+    """The caller's own fresh key for one who may revoke it; the spare key otherwise."""
+    if not cell.succeeds:
+        return {"prefix": cell.world.spare_prefix}, {}
+    response = cell.world.call("POST", "/api/keys", cell.credential, json={"name": "doomed"})
+    assert response.status_code == 201, response.text
+    return {"prefix": response.json()["prefix"]}, {}
+
+
+def _doomed_key_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.world.call("GET", "/api/auth/me", cell.world.spare_key).status_code == 200
+    if cell.succeeds:
+        prefix = response.request.url.path.rsplit("/", 1)[1]
+        mine = {k["prefix"]: k for k in cell.world.call("GET", "/api/keys", cell.credential).json()}
+        assert mine[prefix]["revokedAt"] is not None
+
+
+def _workspaces_check(cell: Cell, response: httpx.Response) -> None:
+    names = {w["name"] for w in response.json()["workspaces"]}
+    if cell.who.scope is None:
+        assert {A, B} <= names
+    else:
+        assert names == cell.who.scope
+
+
+def _new_workspace(cell: Cell) -> Params:
+    return {}, {"json": {"name": cell.world.fresh("made-")}}
+
+
+def _new_workspace_check(cell: Cell, response: httpx.Response) -> None:
+    name = json.loads(response.request.content)["name"]
+    assert cell.world.exists(f"/api/workspaces/{name}") is cell.succeeds
+
+
+def _workspace_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["name"] == cell.workspace
+
+
+def _same_name(cell: Cell) -> Params:
+    """Renaming a workspace to its own name: every check runs, nothing changes."""
+    return {}, {"json": {"name": cell.workspace}}
+
+
+def _deleted_workspace_check(cell: Cell, response: httpx.Response) -> None:
+    world, workspace = cell.world, cell.workspace
+    assert workspace is not None
+    gone = response.status_code == 204
+    assert world.exists(f"/api/workspaces/{workspace}") is not gone
+    assert world.exists(f"/api/workspaces/{workspace}/documents/{world.docs[workspace]}") is not (
+        gone
+    )
+    if gone:  # put it back, with a new document, for the cells that follow
+        response = world.call("POST", "/api/workspaces", world.admin, json={"name": workspace})
+        assert response.status_code == 201, response.text
+        world.ids[workspace] = set()
+        world.seed(workspace)
+
+
+def _default_k(cell: Cell) -> Params:
+    return {}, {"json": {"defaultK": 10}}
+
+
+def _settings_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["defaultK"] == 10
+
+
+def _new_document(cell: Cell) -> Params:
+    text = f"Matrix upload {cell.world.fresh('u')} about the {SHARED_WORD}.\n"
+    return {}, {"files": {"file": ("upload.txt", text.encode())}}
+
+
+def _new_document_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    document_id = response.json()["id"]
+    cell.world.ids[cell.workspace].add(document_id)
+    cell.world.wait_ready(cell.workspace, document_id)
+
+
+def _listing_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    ids = {d["id"] for d in response.json()["items"]}
+    assert cell.world.docs[cell.workspace] in ids
+    assert ids <= cell.world.ids[cell.workspace]
+
+
+def _document(cell: Cell) -> Params:
+    return {"document_id": cell.world.docs[cell.target_workspace]}, {}
+
+
+def _document_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["id"] == cell.world.docs[cell.target_workspace]
+
+
+def _doomed_document(cell: Cell) -> Params:
+    """A fresh document for one who may delete it; the fixture documents otherwise."""
+    if not cell.succeeds:
+        return _document(cell)
+    assert cell.workspace is not None
+    return {"document_id": cell.world.upload(cell.workspace)}, {}
+
+
+def _doomed_document_check(cell: Cell, response: httpx.Response) -> None:
+    world = cell.world
+    for workspace, document_id in world.docs.items():  # the fixture documents stay
+        assert world.exists(f"/api/workspaces/{workspace}/documents/{document_id}")
+    if cell.succeeds:
+        assert cell.workspace is not None
+        document_id = int(response.request.url.path.rsplit("/", 1)[1])
+        world.ids[cell.workspace].discard(document_id)
+        assert not world.exists(f"/api/workspaces/{cell.workspace}/documents/{document_id}")
+
+
+def _reembed_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    job = cell.world.wait_job(cell.workspace, response.json()["id"])
+    assert job["status"] == "done", job
+
+
+def _job(cell: Cell) -> Params:
+    return {"job_id": cell.world.jobs[cell.target_workspace]}, {}
+
+
+def _job_check(cell: Cell, response: httpx.Response) -> None:
+    job = response.json()
+    assert job["documentId"] == cell.world.docs[cell.target_workspace]
+
+
+def _search(cell: Cell) -> Params:
+    return {}, {"json": {"query": SHARED_WORD, "k": 50}}
+
+
+def _search_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    ids = {h["documentId"] for h in response.json()["hits"]}
+    assert cell.world.docs[cell.workspace] in ids
+    assert ids <= cell.world.ids[cell.workspace]
+
+
+WS = "/api/workspaces/{workspace}"
+ENDPOINTS = [
+    # Public: documentation, probes, first-run setup and login.
+    Endpoint("GET", "/openapi.json", PUBLIC, 200),
+    Endpoint("GET", "/docs", PUBLIC, 200),
+    Endpoint("GET", "/docs/oauth2-redirect", PUBLIC, 200),
+    Endpoint("GET", "/redoc", PUBLIC, 200),
+    Endpoint("GET", "/healthz", PUBLIC, 200),
+    Endpoint("GET", "/readyz", PUBLIC, 200),
+    Endpoint("GET", "/setup", PUBLIC, 200),
+    Endpoint("POST", "/api/setup", PUBLIC, 409, send=_late_setup),  # already set up
+    Endpoint("POST", "/api/auth/login", PUBLIC, 200, send=_login, check=_login_check),
+    # Who am I.
+    Endpoint("GET", "/api/auth/me", AUTHENTICATED, 200, check=_me_check),
+    # Users and memberships.
+    Endpoint("GET", "/api/users", "users:admin", 200, check=_users_check),
+    Endpoint("POST", "/api/users", "users:admin", 201, send=_new_user, check=_new_user_check),
+    Endpoint("PATCH", "/api/users/{username}", "users:admin", 200, send=_patch_victim),
+    Endpoint(
+        "DELETE",
+        "/api/users/{username}",
+        "users:admin",
+        204,
+        send=_doomed_user,
+        after=_doomed_user_check,
+    ),
+    Endpoint(
+        "PUT",
+        "/api/users/{username}/workspaces/{workspace}",
+        "users:admin",
+        204,
+        workspace="path",
+        send=_victim,
+        check=_membership_check(granted=True),
+    ),
+    Endpoint(
+        "DELETE",
+        "/api/users/{username}/workspaces/{workspace}",
+        "users:admin",
+        204,
+        workspace="path",
+        send=_victim,
+        check=_membership_check(granted=False),
+    ),
+    # API keys.
+    Endpoint("GET", "/api/keys", "keys:write", 200, check=_keys_check),
+    Endpoint(
+        "POST",
+        "/api/keys",
+        "keys:write",
+        201,
+        workspace="body",
+        send=_new_key,
+        check=_new_key_check,
+    ),
+    Endpoint(
+        "DELETE",
+        "/api/keys/{prefix}",
+        "keys:write",
+        204,
+        send=_doomed_key,
+        after=_doomed_key_check,
+    ),
+    # Workspaces.
+    Endpoint("GET", "/api/workspaces", "documents:read", 200, check=_workspaces_check),
+    Endpoint(
+        "POST",
+        "/api/workspaces",
+        "workspaces:admin",
+        201,
+        unconfined=True,
+        send=_new_workspace,
+        after=_new_workspace_check,
+    ),
+    Endpoint("GET", WS, "documents:read", 200, workspace="path", check=_workspace_check),
+    Endpoint(
+        "PATCH",
+        WS,
+        "workspaces:admin",
+        200,
+        workspace="path",
+        send=_same_name,
+        check=_workspace_check,
+    ),
+    Endpoint(
+        "DELETE",
+        WS,
+        "workspaces:admin",
+        204,
+        workspace="path",
+        ok_in={A: 409},  # the configuration's workspace cannot be deleted
+        after=_deleted_workspace_check,
+    ),
+    Endpoint("GET", WS + "/settings", "documents:read", 200, workspace="path"),
+    Endpoint(
+        "PATCH",
+        WS + "/settings",
+        "workspaces:write",
+        200,
+        workspace="path",
+        send=_default_k,
+        check=_settings_check,
+    ),
+    # Documents, jobs and search.
+    Endpoint(
+        "POST",
+        WS + "/documents",
+        "documents:write",
+        202,
+        workspace="path",
+        send=_new_document,
+        check=_new_document_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/documents",
+        "documents:read",
+        200,
+        workspace="path",
+        send=lambda cell: ({}, {"params": {"limit": 500}}),
+        check=_listing_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/documents/{document_id}",
+        "documents:read",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_document,
+        check=_document_check,
+    ),
+    Endpoint(
+        "DELETE",
+        WS + "/documents/{document_id}",
+        "documents:write",
+        204,
+        workspace="path",
+        takes_id=True,
+        send=_doomed_document,
+        after=_doomed_document_check,
+    ),
+    Endpoint(
+        "POST",
+        WS + "/reembed",
+        "workspaces:admin",
+        202,
+        workspace="path",
+        check=_reembed_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/jobs/{job_id}",
+        "documents:read",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_job,
+        check=_job_check,
+    ),
+    Endpoint(
+        "POST",
+        WS + "/search",
+        "search:read",
+        200,
+        workspace="path",
+        send=_search,
+        check=_search_check,
+    ),
+]
+
+
+def _cells() -> list[Any]:
+    return list(_cell_params())
+
+
+def _cell_params() -> Iterator[Any]:
+    for endpoint in ENDPOINTS:
+        workspaces: tuple[str | None, ...] = (A, B) if endpoint.workspace else (None,)
+        targets: tuple[str | None, ...] = ("own", "guessed") if endpoint.takes_id else (None,)
+        for who, workspace, target in itertools.product(WHO, workspaces, targets):
+            label = " ".join(part for part in (endpoint.label, who.name, workspace, target) if part)
+            yield pytest.param(endpoint, who, workspace, target, id=label)
+
+
+@pytest.mark.parametrize(("endpoint", "who", "workspace", "target"), _cells())
+def test_authorization_matrix(
+    world: World, endpoint: Endpoint, who: Who, workspace: str | None, target: str | None
+) -> None:
+    expected = endpoint.expected(who, workspace, target)
+    allowed = endpoint.expected(who, workspace, "own") not in (401, 403, 404)
+    cell = Cell(world, who, workspace, target, allowed)
+    params, kwargs = endpoint.send(cell)
+    if workspace is not None and endpoint.workspace == "path":
+        params["workspace"] = workspace
+    path = endpoint.path.format(**params)
+
+    response = world.call(endpoint.method, path, cell.credential, **kwargs)
+
+    assert response.status_code == expected, f"{endpoint.label} as {who.name}: {response.text}"
+    if expected >= 400:
+        assert response.headers["content-type"] == "application/problem+json"
+        problem = response.json()
+        assert problem["status"] == expected
+        if expected == 404 and endpoint.workspace == "path" and not who.sees(workspace or ""):
+            # Word for word what a workspace that does not exist answers.
+            assert problem["code"] == "not_found"
+            assert problem["detail"] == f"no workspace {workspace!r}"
+        if expected == 401:
+            assert response.headers["www-authenticate"] == "Bearer"
+    if cell.succeeds and expected < 400:
+        endpoint.check(cell, response)
+    endpoint.after(cell, response)
+
+
+def _route_keys(app: FastAPI) -> set[str]:
+    """``METHOD /path`` of every route the app answers (HEAD comes with GET)."""
+    try:  # newer FastAPI keeps included routers as lazy entries of app.routes
+        from fastapi.routing import iter_route_contexts
+
+        routes: Any = list(iter_route_contexts(app.routes))
+    except ImportError:  # pragma: no cover - older FastAPI lists the routes themselves
+        routes = app.routes
+    keys = set()
+    for route in routes:
+        methods = getattr(route, "methods", None) or {"*"}  # a mount or a websocket
+        keys |= {f"{method} {route.path}" for method in methods if method != "HEAD"}
+    return keys
+
+
+def test_every_route_is_in_the_matrix(world: World) -> None:
+    """A route added without a matrix entry fails here (and one removed, too)."""
+    assert _route_keys(world.api.app) == {e.label for e in ENDPOINTS}
+    assert len({e.label for e in ENDPOINTS}) == len(ENDPOINTS)
