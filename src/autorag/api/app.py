@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import os
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -18,22 +19,32 @@ from autorag.context import AppContext, open_context
 from autorag.jobs.worker import WorkerPool
 from autorag.workspace import Workspace
 
+# A server's parallelism is its concurrent requests. A local model that also spreads
+# each call over every core makes those calls and the requests' other work fight over
+# the cores: on 2 cores, about twice the CPU per search (``autorag eval api``). So one
+# thread per model call, unless the operator set it: the local provider then leaves
+# torch's thread count alone. Effective when the model is first loaded after start-up,
+# as in ``autorag serve``, which loads it on the first search.
+MODEL_THREADS_ENV = "OMP_NUM_THREADS"
+SERVER_MODEL_THREADS = "1"
+
 
 def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     """An app serving ``workspace``; its catalog is opened at start-up, closed at exit."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        context: AppContext = open_context(workspace, **overrides)
-        app.state.context = context
-        pool = WorkerPool(context, workers=context.settings.server.workers)
-        app.state.workers = pool
-        pool.start()
-        try:
-            yield
-        finally:
-            await run_in_threadpool(pool.stop)
-            context.close()
+        with server_model_threads():
+            context: AppContext = open_context(workspace, **overrides)
+            app.state.context = context
+            pool = WorkerPool(context, workers=context.settings.server.workers)
+            app.state.workers = pool
+            pool.start()
+            try:
+                yield
+            finally:
+                await run_in_threadpool(pool.stop)
+                context.close()
 
     app = FastAPI(
         title="AutoRAG",
@@ -49,6 +60,22 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(workspaces.router)
     app.include_router(documents.router)
     return app
+
+
+@contextmanager
+def server_model_threads() -> Iterator[None]:
+    """Within: ``MODEL_THREADS_ENV`` as the server sets it, unless it is set already.
+
+    Benchmarks measure in-process searches inside it, to compare like with like.
+    """
+    if MODEL_THREADS_ENV in os.environ:
+        yield
+        return
+    os.environ[MODEL_THREADS_ENV] = SERVER_MODEL_THREADS
+    try:
+        yield
+    finally:
+        os.environ.pop(MODEL_THREADS_ENV, None)
 
 
 def _install_cors(app: FastAPI, workspace: Workspace, overrides: dict[str, Any]) -> None:

@@ -6,7 +6,8 @@ import hashlib
 import random
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -90,16 +91,47 @@ def run_beir(
     on_ingest: Callable[[IngestOutcome], None] | None = None,
     on_query: Callable[[], None] | None = None,
 ) -> EvalReport:
+    with beir_workspace(dataset, workdir=workdir, cold=cold, overrides=overrides) as app:
+        return _evaluate(app, dataset, split, modes, on_ingest, on_query)
+
+
+def workspace_name(dataset: BeirDataset) -> str:
+    """The workspace a BEIR corpus is indexed into."""
+    return f"beir-{dataset.name}"
+
+
+@contextmanager
+def beir_workspace(
+    dataset: BeirDataset,
+    *,
+    workdir: Path | None = None,
+    cold: bool = False,
+    overrides: dict[str, Any] | None = None,
+) -> Iterator[AppContext]:
+    """A context on the dataset's workspace in ``workdir`` (default: a throwaway folder,
+    deleted on exit). Nothing is indexed yet: see ``index_corpus``."""
     with tempfile.TemporaryDirectory(prefix="autorag-eval-") as scratch:
         root = workdir or Path(scratch)
         app = open_context(
-            init_workspace(root), workspace=f"beir-{dataset.name}", **(overrides or {})
+            init_workspace(root), workspace=workspace_name(dataset), **(overrides or {})
         )
         app.read_embedding_cache = not cold
         try:
-            return _evaluate(app, dataset, split, modes, on_ingest, on_query)
+            yield app
         finally:
             app.close()
+
+
+def index_corpus(
+    app: AppContext,
+    dataset: BeirDataset,
+    on_ingest: Callable[[IngestOutcome], None] | None = None,
+) -> float:
+    """Index every corpus document as a datasource record; the seconds it took."""
+    started = time.perf_counter()
+    app.indexer.index((_item(dataset.name, d) for d in dataset.corpus), on_ingest)
+    app.vectors.optimize()
+    return time.perf_counter() - started
 
 
 def _evaluate(
@@ -111,10 +143,7 @@ def _evaluate(
     on_query: Callable[[], None] | None,
 ) -> EvalReport:
     embedder = app.embedder
-    started = time.perf_counter()
-    app.indexer.index((_item(dataset.name, d) for d in dataset.corpus), on_ingest)
-    app.vectors.optimize()
-    ingest_seconds = time.perf_counter() - started
+    ingest_seconds = index_corpus(app, dataset, on_ingest)
     chunks = app.catalog.chunk_count(app.info.id)
     report = EvalReport(
         dataset=dataset.name,

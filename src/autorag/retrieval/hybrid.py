@@ -14,6 +14,7 @@ from autorag.config import SearchSettings
 from autorag.embeddings.base import EmbeddingProvider
 from autorag.models import Diagnostic, SearchFilters, SearchHit, SearchResponse
 from autorag.retrieval.fusion import Fused, rank_fused, rrf_fuse
+from autorag.retrieval.query_batcher import QueryBatcher
 from autorag.sources import SourceRoot, to_real_path
 from autorag.store.catalog.repository import Catalog, ChunkView, WorkspaceInfo
 from autorag.store.fulltext.base import FullTextIndex
@@ -50,6 +51,7 @@ class HybridSearcher:
         self._embedder = embedder
         self.settings = settings
         self.roots = roots
+        self._batcher: QueryBatcher | None = None
 
     def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
@@ -92,12 +94,22 @@ class HybridSearcher:
         self, request: SearchRequest, depth: int, timings: dict[str, float]
     ) -> list[int]:
         started = time.perf_counter()
-        vector = self._embedder().embed_query(request.query)
+        vector = self._query_batcher().embed_query(request.query)
         embedded = time.perf_counter()
         found = self._vectors().search(vector, depth=depth, filters=request.filters)
         timings["embed_ms"] = (embedded - started) * 1000
         timings["vector_ms"] = (time.perf_counter() - embedded) * 1000
         return [chunk_id for chunk_id, _ in found]
+
+    def _query_batcher(self) -> QueryBatcher:
+        """Concurrent searches embed their queries together (see ``query_batcher``)."""
+        embedder = self._embedder()
+        batcher = self._batcher
+        if batcher is None or batcher.embedder is not embedder:
+            # Two threads may both get here first: one batcher is kept, the other's
+            # queries are simply not batched with the kept one's.
+            batcher = self._batcher = QueryBatcher(embedder)
+        return batcher
 
     def _fts_leg(self, request: SearchRequest, depth: int, timings: dict[str, float]) -> list[int]:
         started = time.perf_counter()
@@ -108,6 +120,8 @@ class HybridSearcher:
         return [chunk_id for chunk_id, _ in found]
 
     def _backstop(self, fused: dict[int, Fused], request: SearchRequest) -> list[SearchHit]:
+        if not fused:  # nothing to check (an empty IN list costs the catalog a full scan)
+            return []
         position = self.catalog.visible_positions(self.workspace.id, fused, request.filters)
         chosen: list[Fused] = []
         seen_documents: set[int] = set()
@@ -119,6 +133,8 @@ class HybridSearcher:
             chosen.append(entry)
             if len(chosen) == request.k:
                 break
+        if not chosen:
+            return []
         views = self.catalog.visible_chunks(
             self.workspace.id, [e.chunk_id for e in chosen], request.filters
         )
