@@ -50,3 +50,26 @@ class Unauthorized(AutoragError):
 
     code = "unauthorized"
     status = 401
+
+
+class PayloadTooLarge(InvalidInput):
+    code = "payload_too_large"
+    status = 413
+
+
+class UnsupportedMediaType(InvalidInput):
+    code = "unsupported_media_type"
+    status = 415
+
+
+class MalformedUpload(InvalidInput):
+    code = "malformed_multipart"
+
+
+class RateLimited(AutoragError):
+    code = "rate_limited"
+    status = 429
+
+    def __init__(self, message: str, *, retry_after: int) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after

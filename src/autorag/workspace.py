@@ -17,6 +17,7 @@ from autorag.config import CONFIG_FILE_NAME
 from autorag.errors import InvalidInput, NotFound
 
 DATA_DIR_NAME = ".autorag"
+UPLOADS_DIR_NAME = "uploads"  # <data dir>/uploads/<workspace short id>/<sha256>.<type>
 WORKSPACE_ENV = "AUTORAG_WORKSPACE_DIR"
 
 _CONFIG_HEADER = """\
@@ -44,6 +45,16 @@ class Workspace:
     @property
     def vectors_dir(self) -> Path:
         return self.data_dir / "vectors" / "lancedb"
+
+    @property
+    def uploads_dir(self) -> Path:
+        """Uploaded files, one folder per catalog workspace (``<short id>/``)."""
+        return self.data_dir / UPLOADS_DIR_NAME
+
+    @property
+    def incoming_uploads_dir(self) -> Path:
+        """Uploads still being received; swept at start-up."""
+        return self.uploads_dir / ".incoming"
 
     @property
     def refresh_lock_file(self) -> Path:

@@ -6,7 +6,8 @@ import threading
 
 import pytest
 
-from autorag.auth.ratelimit import RateLimited, SlidingWindowLimiter
+from autorag.auth.ratelimit import SlidingWindowLimiter
+from autorag.errors import RateLimited
 
 
 class Clock:

@@ -12,13 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.samples import write_csv, write_docx, write_pdf, write_pptx, write_xlsx
 
-from autorag.errors import InvalidInput
+from autorag.errors import InvalidInput, MalformedUpload, PayloadTooLarge, UnsupportedMediaType
 from autorag.ingest.guards import IngestLimits
 from autorag.ingest.uploads import (
-    MalformedUpload,
     MultipartReceiver,
-    PayloadTooLarge,
-    UnsupportedMediaType,
     sanitize_filename,
     sniff,
     upload_source_id,

@@ -10,8 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from autorag.auth.ratelimit import RateLimited
-from autorag.errors import AutoragError, Unauthorized
+from autorag.errors import AutoragError, RateLimited, Unauthorized
 
 log = logging.getLogger(__name__)
 PROBLEM_JSON = "application/problem+json"

@@ -8,20 +8,11 @@ import time
 from collections import deque
 from collections.abc import Callable
 
-from autorag.errors import AutoragError
+from autorag.errors import RateLimited
 
 # Above this many tracked keys, a sweep drops the idle ones (bounds memory under a
 # spray of made-up usernames).
 _SWEEP_ABOVE = 10_000
-
-
-class RateLimited(AutoragError):
-    code = "rate_limited"
-    status = 429
-
-    def __init__(self, message: str, *, retry_after: int) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 class SlidingWindowLimiter:

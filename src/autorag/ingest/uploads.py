@@ -28,13 +28,20 @@ from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from autorag.errors import Conflict, InvalidInput
+from autorag.errors import (
+    Conflict,
+    InvalidInput,
+    MalformedUpload,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
 from autorag.ingest import guards
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
 from autorag.jobs import queue
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
+from autorag.workspace import UPLOADS_DIR_NAME
 
 # The document type each accepted extension stands for; nothing else is accepted.
 UPLOAD_TYPES: dict[str, str] = {
@@ -99,20 +106,6 @@ _MAGIC = (
 _FORMAT_MAGIC = tuple(m for m, _ in _MAGIC if m not in (b"MZ", b"GIF8"))
 
 
-class PayloadTooLarge(InvalidInput):
-    code = "payload_too_large"
-    status = 413
-
-
-class UnsupportedMediaType(InvalidInput):
-    code = "unsupported_media_type"
-    status = 415
-
-
-class MalformedUpload(InvalidInput):
-    code = "malformed_multipart"
-
-
 # -- file names -----------------------------------------------------------------------
 def sanitize_filename(raw: str) -> str:
     """A client's file name made safe to show and to put in a source id.
@@ -152,7 +145,7 @@ def upload_source_id(workspace_name: str, sha256: str, filename: str) -> str:
 
 def uploads_dir(data_dir: Path, workspace: WorkspaceInfo) -> Path:
     """Where a workspace's uploads are kept: ``<data dir>/uploads/<short id>/``."""
-    return data_dir / "uploads" / workspace.short_id
+    return data_dir / UPLOADS_DIR_NAME / workspace.short_id
 
 
 def stored_path(data_dir: Path, workspace: WorkspaceInfo, sha256: str, doc_type: str) -> Path:

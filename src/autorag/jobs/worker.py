@@ -174,7 +174,7 @@ class WorkerPool:
     def start(self) -> None:
         """Re-queue jobs a killed process left running, then start the threads."""
         self._requeue_stale()
-        sweep_incoming(self.context.workspace.data_dir / "uploads" / ".incoming")
+        sweep_incoming(self.context.workspace.incoming_uploads_dir)
         for index in range(self.workers):
             thread = threading.Thread(
                 target=self._run, args=(f"{self.identity}#{index}",), name=f"autorag-worker-{index}"

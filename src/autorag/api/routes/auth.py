@@ -18,9 +18,8 @@ from autorag.api.deps import AppDep
 from autorag.api.routes import setup_page
 from autorag.auth import service
 from autorag.auth.passwords import MAX_LENGTH as PASSWORD_MAX
-from autorag.auth.ratelimit import RateLimited
 from autorag.auth.service import ApiKeyInfo, UserInfo
-from autorag.errors import NotFound, Unauthorized
+from autorag.errors import NotFound, RateLimited, Unauthorized
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["auth"], lifespan=auth_lifespan)

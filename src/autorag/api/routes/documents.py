@@ -14,14 +14,13 @@ from starlette.requests import ClientDisconnect
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
 from autorag.context import AppContext
-from autorag.errors import AutoragError, InvalidInput
+from autorag.errors import AutoragError, InvalidInput, PayloadTooLarge
 from autorag.ingest import documents as docs
 from autorag.ingest.guards import IngestLimits, human_size
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import (
     UPLOAD_TYPES,
     MultipartReceiver,
-    PayloadTooLarge,
     ReceivedFile,
     StoredUpload,
     store_upload,
@@ -181,7 +180,7 @@ async def upload_document(
     background. 202 with the new document (``pending``), or 200 with ``duplicate: true``
     and the existing document when the workspace already holds the same content."""
     limit = int(context.settings.server.max_upload_mb * 1024**2)
-    incoming = context.workspace.data_dir / "uploads" / ".incoming"
+    incoming = context.workspace.incoming_uploads_dir
     received = await _receive(request, incoming, limit)
     stored = await run_in_threadpool(_store, context, pool, received)
     if stored.duplicate:
