@@ -6,10 +6,11 @@ double underscore (``AUTORAG_SEARCH__RRF_K=60``).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -60,6 +61,53 @@ class ServerSettings(BaseModel):
     login_attempts_per_minute: int = Field(default=10, ge=1)
 
 
+class LLMProviderSettings(BaseModel):
+    """One model server. ``kind`` picks the adapter: ``openai`` (any OpenAI-compatible
+    server: OpenAI, vLLM, llama.cpp, LM Studio, Ollama's /v1), ``ollama`` (native API)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,39}$")
+    kind: str
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    default_model: str | None = None
+    # Offered models; empty: whatever the server lists.
+    models: list[str] = Field(default_factory=list)
+    # Whether text stays on this machine or network. None: judged from base_url's host.
+    local: bool | None = None
+    timeout_s: float = Field(default=120, gt=0)
+
+
+class LLMSettings(BaseModel):
+    """Model servers and the environment's default model.
+
+    A model is named ``provider/model`` (``ollama/llama3.2:3b``) or just ``provider`` for
+    its default model. The built-in ``extractive`` provider needs no server and is always
+    there: the default when nothing else is configured, and the last fallback.
+    """
+
+    providers: list[LLMProviderSettings] = Field(default_factory=list)
+    default: str = "extractive"
+    poll_seconds: float = Field(default=30, gt=0)  # availability polling interval
+    fallback: bool = True  # answer with the next available model when the chosen is down
+
+
+class AgentSettings(BaseModel):
+    """Budgets and limits of the ReAct orchestrator."""
+
+    max_iterations: int = Field(default=8, ge=1, le=50)
+    wallclock_s: float = Field(default=180, gt=0)
+    token_budget: int = Field(default=60_000, ge=1000)  # prompt + completion, per answer
+    context_bytes: int = Field(default=64_000, ge=4000)  # prompt kept under this size
+    keep_last_messages: int = Field(default=8, ge=1)  # kept when the context is cut
+    skill_timeout_s: float = Field(default=30, gt=0)
+    tool_output_chars: int = Field(default=12_000, ge=500)
+    loop_repeats: int = Field(default=3, ge=2)  # same call this often: a loop
+    max_concurrent_per_user: int = Field(default=3, ge=1)  # CHAT_MAX_CONCURRENT_PER_USER
+    search_k: int = Field(default=6, ge=1, le=50)  # sources rag_search returns
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AUTORAG_", env_nested_delimiter="__", extra="ignore"
@@ -69,7 +117,8 @@ class Settings(BaseSettings):
     search_paths: list[str] = Field(default_factory=list)
     database_url: str | None = None  # default: SQLite inside <workspace>/.autorag/
     vector_store: str = "lancedb"
-    llm_provider: str = "extractive"
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
@@ -95,4 +144,18 @@ def load_settings(config_file: Path | None, **overrides: Any) -> Settings:
             return tuple(sources)
 
     loaded = _FileBacked(**overrides)
+    _apply_seed_environment(loaded)
     return Settings.model_validate(loaded.model_dump())
+
+
+# Names the seed gives its environment variables, honoured beside the AUTORAG_* ones.
+_SEED_ENVIRONMENT = {"CHAT_MAX_CONCURRENT_PER_USER": ("agent", "max_concurrent_per_user")}
+
+
+def _apply_seed_environment(settings: Settings) -> None:
+    for variable, (group, key) in _SEED_ENVIRONMENT.items():
+        value = os.environ.get(variable)
+        own = f"AUTORAG_{group}__{key}".upper()
+        if value is not None and own not in os.environ:
+            section = getattr(settings, group)
+            setattr(section, key, type(getattr(section, key))(value))

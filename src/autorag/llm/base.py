@@ -1,4 +1,8 @@
-"""The LLM provider protocol: one streamed decision per call, text or a tool call."""
+"""The LLM provider protocol: one streamed decision per call, text or a tool call.
+
+Providers are synchronous iterators: the orchestrator runs in a worker thread and stops
+a generation by closing the iterator (which closes the HTTP stream under it).
+"""
 
 from __future__ import annotations
 
@@ -36,15 +40,49 @@ class ChatMessage:
 
 
 @dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+        )
+
+
+@dataclass(frozen=True)
 class LLMDelta:
-    """A piece of the stream: a text token, or a tool call (which decides the turn)."""
+    """A piece of the stream: a text token, a tool call (which decides the turn), or the
+    usage the server reported (once, usually last)."""
 
     text: str = ""
     tool_call: ToolCall | None = None
+    usage: Usage | None = None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A model a provider offers, as listed by its server."""
+
+    id: str  # the model's name at its provider ("llama3.2:3b", "gpt-4o-mini")
+    provider: str  # the configured provider's name
+    local: bool  # runs on this machine or network: no text leaves for a hosted service
+    size_bytes: int | None = None  # weights on disk, when the server says
+    parameters: str | None = None  # "3.2B", when the server says
+    context_window: int | None = None
 
 
 class LLMProvider(Protocol):
+    """A configured model server. ``name`` is its configured name, unique per install."""
+
     name: str
+    local: bool
+    default_model: str
 
     def stream_chat(
         self,
@@ -52,4 +90,11 @@ class LLMProvider(Protocol):
         *,
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
-    ) -> Iterator[LLMDelta]: ...
+    ) -> Iterator[LLMDelta]:
+        """Stream one decision. Raises ``Unavailable`` when the server cannot be reached
+        or fails, before or during the stream."""
+        ...
+
+    def list_models(self) -> list[ModelInfo]:
+        """The models on offer; raises ``Unavailable`` when the server cannot be reached."""
+        ...
