@@ -14,7 +14,8 @@ from threadpoolctl import threadpool_limits
 
 from autorag import __version__
 from autorag.api.errors import install_error_handlers
-from autorag.api.routes import auth, documents, health, search, workspaces
+from autorag.api.routes import auth, chat, documents, health, models, search, workspaces
+from autorag.chat.service import ChatService
 from autorag.config import load_settings
 from autorag.context import AppContext, open_context
 from autorag.jobs.worker import WorkerPool
@@ -40,10 +41,13 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
             app.state.context = context
             pool = WorkerPool(context, workers=context.settings.server.workers)
             app.state.workers = pool
+            app.state.chat = chat_service = ChatService.for_context(context)
             pool.start()
+            chat_service.router.start_polling(context.settings.llm.poll_seconds)
             try:
                 yield
             finally:
+                chat_service.router.stop_polling()
                 await run_in_threadpool(pool.stop)
                 context.close()
 
@@ -60,6 +64,8 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(search.router)
     app.include_router(workspaces.router)
     app.include_router(documents.router)
+    app.include_router(chat.router)
+    app.include_router(models.router)
     return app
 
 

@@ -103,6 +103,30 @@ def get_active_user(catalog: Catalog, user_id: int) -> UserInfo:
         return _user_info(session, row)
 
 
+MAX_INSTRUCTIONS_CHARS = 4000
+
+
+def custom_instructions(catalog: Catalog, user_id: int) -> str:
+    """What the user asked the agent to keep in mind in every chat ("" when nothing)."""
+    with Session(catalog.engine) as session:
+        row = session.get(UserRow, user_id)
+        return row.custom_instructions if row is not None else ""
+
+
+def set_custom_instructions(catalog: Catalog, user_id: int, text: str) -> str:
+    text = text.strip()
+    if len(text) > MAX_INSTRUCTIONS_CHARS:
+        raise InvalidInput(
+            f"custom instructions are longer than {MAX_INSTRUCTIONS_CHARS} characters"
+        )
+    with Session(catalog.engine) as session, session.begin():
+        row = session.get(UserRow, user_id)
+        if row is None:
+            raise NotFound(f"no user {user_id}")
+        row.custom_instructions = text
+    return text
+
+
 def update_user(
     catalog: Catalog,
     username: str,

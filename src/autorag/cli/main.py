@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from autorag import __version__
-from autorag.cli import docs, evaluate, index, keys, search, serve, users, workspaces
+from autorag.cli import chat, docs, evaluate, index, keys, search, serve, users, workspaces
 from autorag.cli._common import CliState, err_console
 from autorag.errors import AutoragError, Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 
@@ -60,6 +60,7 @@ def main(
 
 index.register(app)
 search.register(app)
+chat.register(app)
 serve.register(app)
 app.add_typer(docs.app, name="docs")
 app.add_typer(evaluate.app, name="eval")

@@ -1,4 +1,4 @@
-"""Commands that read the index: search and ask."""
+"""Commands that read the index: search."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from autorag.agent.answer import answer_question
 from autorag.cli._common import console, open_app, print_json, split_types
-from autorag.llm.registry import get_llm_provider
 from autorag.models import SearchHit
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchMode, SearchRequest
@@ -28,7 +26,6 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 
 def register(app: typer.Typer) -> None:
     app.command("search")(search_command)
-    app.command()(ask)
 
 
 def search_command(
@@ -74,28 +71,3 @@ def _hits_table(hits: list[SearchHit]) -> Table:
         snippet = " ".join(hit.text.split())[:160]
         table.add_row(str(n), f"{hit.score:.4f}", hit.legs, hit.source, where, snippet)
     return table
-
-
-def ask(
-    ctx: typer.Context,
-    question: Annotated[str, typer.Argument(help="Your question.")],
-    k: Annotated[int, typer.Option("-k", min=1, max=50, help="Sources to consult.")] = 5,
-    doc_type: TypeOption = None,
-    date_from: FromOption = None,
-    date_to: ToOption = None,
-    as_json: JsonFlag = False,
-) -> None:
-    """Answer a question from the documents, with numbered \\[n] citations."""
-    filters = build_filters(split_types(doc_type), date_from, date_to)
-    app = open_app(ctx)
-    provider = get_llm_provider(app.settings.llm_provider, embed=app.embedder.embed)
-    answer = answer_question(app.searcher, provider, question, k=k, filters=filters)
-    if as_json:
-        print_json(dataclasses.asdict(answer))
-        return
-    console.print(answer.text, highlight=False)
-    if answer.citations:
-        console.print("\n[bold]Sources[/bold]")
-        for citation in answer.citations:
-            where = f", page {citation.page}" if citation.page else f", ¶{citation.paragraph + 1}"
-            console.print(f"  [{citation.number}] {citation.source}{where}", highlight=False)

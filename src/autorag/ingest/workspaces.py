@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
+from autorag.agent.config import AgentConfig
 from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.ingest.reembed import REEMBED_JOB
@@ -41,6 +42,7 @@ class WorkspaceSettings(BaseModel):
     redact_on_ingest: bool = Field(
         default=False, description="Redact personal data from documents as they are indexed"
     )
+    agent: AgentConfig = Field(default_factory=AgentConfig)
 
 
 @dataclass(frozen=True)

@@ -98,3 +98,11 @@ class LLMProvider(Protocol):
     def list_models(self) -> list[ModelInfo]:
         """The models on offer; raises ``Unavailable`` when the server cannot be reached."""
         ...
+
+
+# Opens the system message of a planning call (plan mode). A model reads it as an
+# instruction; the extractive provider, which cannot plan, recognises it by this text.
+PLAN_INSTRUCTION = (
+    "Before answering, write a short plan: at most five numbered steps saying what to "
+    "search for and how to combine what is found. Write only the plan."
+)

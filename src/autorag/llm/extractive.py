@@ -14,9 +14,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from autorag.llm.base import ChatMessage, LLMDelta, ToolCall, ToolSpec
+from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolCall, ToolSpec
 from autorag.models import Citation
-from autorag.store.fulltext.query import keywords
+from autorag.retrieval.stemming import stems as _stems
 
 RELATIVE_CUTOFF = 0.5  # of the best sentence's score
 MIN_SIMILARITY = 0.35  # cosine below which a sentence is off-topic (MiniLM scale)
@@ -30,7 +30,6 @@ _SENTENCE_END = re.compile(
 # "how long", "how many": the second word asks for a quantity, it is not a topic.
 _HOW_PHRASE = re.compile(r"\bhow\s+(long|many|much|often|far|old|soon)\b", re.IGNORECASE)
 _TERMINAL = (".", "!", "?", '."', ".)")
-_SUFFIXES = ("ing", "ies", "ed", "es", "s")
 _TOKEN = re.compile(r"\S+\s*")
 
 
@@ -45,6 +44,8 @@ class _Sentence:
 class ExtractiveProvider:
     name = "extractive"
     model_id = "extractive"
+    local = True
+    default_model = "extractive"
 
     def __init__(self, *, max_sentences: int = 4, embed: Embed | None = None) -> None:
         self.max_sentences = max_sentences
@@ -66,6 +67,9 @@ class ExtractiveProvider:
         )
         for token in _TOKEN.findall(answer):
             yield LLMDelta(text=token)
+
+    def list_models(self) -> list[ModelInfo]:
+        return [ModelInfo(id=self.default_model, provider=self.name, local=True)]
 
 
 def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[Citation] | None]:
@@ -149,18 +153,6 @@ def _complete(text: str) -> bool:
 def _is_statement(text: str) -> bool:
     """A sentence or a table row, not a heading or a fragment."""
     return len(text) >= 20 and (_complete(text) or len(text) >= 80)
-
-
-def _stems(text: str) -> frozenset[str]:
-    """Keywords with common English endings cut, so "expire" meets "expires"."""
-    return frozenset(_stem(word) for word in keywords(text))
-
-
-def _stem(word: str) -> str:
-    for suffix in _SUFFIXES:
-        if len(word) > len(suffix) + 3 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
 
 
 def _idf(words: frozenset[str], sentences: Sequence[_Sentence]) -> dict[str, float]:

@@ -57,3 +57,12 @@ def migrate(engine: Engine) -> None:
 def ping(engine: Engine) -> None:
     with engine.connect() as connection:
         connection.execute(text("SELECT 1"))
+
+
+def dialect_insert(engine: Engine, table: Any) -> Any:
+    """An INSERT with the dialect's ``on_conflict_do_update`` (SQLite and PostgreSQL
+    spell upserts alike)."""
+    from sqlalchemy.dialects import postgresql, sqlite
+
+    dialect = postgresql if engine.dialect.name == "postgresql" else sqlite
+    return dialect.insert(table)

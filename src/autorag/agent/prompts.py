@@ -1,0 +1,50 @@
+"""The texts the agent sends a model besides the conversation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+from autorag.agent.config import DEFAULT_SYSTEM_PROMPT, AgentConfig
+
+CONSTRAINTS = {
+    "hybrid_search_forced": "Always call rag_search before answering a question.",
+    "citation_required": (
+        "Every statement taken from a source must carry its [n]. If no source supports "
+        "the answer, say that no supporting evidence was found."
+    ),
+}
+FINAL_ANSWER_NOW = (
+    "Stop calling tools. Answer the question now from the sources already found, citing "
+    "them with [n]; say what could not be found."
+)
+
+
+def system_prompt(
+    config: AgentConfig,
+    *,
+    workspace: str,
+    skills: Sequence[str],
+    custom_instructions: str = "",
+    plan: str | None = None,
+) -> str:
+    """The workspace's template filled in, the user's instructions first (as the seed
+    orders them), the constraints and the plan after it."""
+    template = config.system_prompt or DEFAULT_SYSTEM_PROMPT
+    values = {
+        "workspace": workspace,
+        "date": datetime.now(UTC).date().isoformat(),
+        "skills": ", ".join(skills) or "none",
+    }
+    parts = [custom_instructions.strip(), _fill(template, values)]
+    parts += [text for key, text in CONSTRAINTS.items() if getattr(config, key)]
+    if plan:
+        parts.append(f"Follow this plan:\n{plan}")
+    return "\n\n".join(p for p in parts if p)
+
+
+def _fill(template: str, values: dict[str, str]) -> str:
+    """``{name}`` placeholders replaced; any other brace is left as written."""
+    for name, value in values.items():
+        template = template.replace("{" + name + "}", value)
+    return template

@@ -1,0 +1,109 @@
+"""``rag_search``: the workspace's hybrid search, as a skill."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from autorag.agent.skills.base import SkillContext, SkillResult
+from autorag.errors import InvalidInput
+from autorag.llm.base import ToolSpec
+from autorag.models import Citation, SearchFilters, SearchHit
+from autorag.retrieval.filters import DOCUMENT_TYPES, build_filters
+from autorag.retrieval.hybrid import SearchMode, SearchRequest
+
+MATCH_LABELS = {"both": "semantic+keyword", "vector": "vector", "fts": "fts"}
+NO_RESULTS = "No matching passages were found in the workspace's documents."
+
+SPEC = ToolSpec(
+    name="rag_search",
+    description=(
+        "Search the workspace's documents (hybrid: semantic + keyword). Returns numbered "
+        "passages; cite them in the answer with their [n]."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "what to look for"},
+            "documentTypes": {
+                "type": "array",
+                "items": {"type": "string", "enum": sorted(DOCUMENT_TYPES)},
+                "description": "only these file types",
+            },
+            "dateFrom": {"type": "string", "description": "ISO date: documents from"},
+            "dateTo": {"type": "string", "description": "ISO date: documents up to (inclusive)"},
+        },
+        "required": ["query"],
+    },
+)
+
+
+@dataclass
+class RagSearch:
+    spec: ToolSpec = SPEC
+    mode: SearchMode = "hybrid"
+
+    def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
+        query = arguments.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInput("rag_search needs a non-empty 'query' string")
+        filters = _merge(context.filters, _filters(arguments))
+        request = SearchRequest(query.strip(), k=context.k, filters=filters, mode=self.mode)
+        response = context.app.searcher.search(request)
+        first = context.first_citation_number
+        citations = [citation_from_hit(first + i, h) for i, h in enumerate(response.hits)]
+        content = format_tool_result(citations) if citations else NO_RESULTS
+        return SkillResult(content, citations, status=f"Searched: {len(citations)} passages")
+
+
+def _filters(arguments: Mapping[str, Any]) -> SearchFilters:
+    types = arguments.get("documentTypes") or []
+    if isinstance(types, str):
+        types = [types]
+    if not isinstance(types, list):
+        raise InvalidInput("documentTypes must be a list of file types")
+    return build_filters(
+        [str(t) for t in types],
+        _optional_text(arguments.get("dateFrom")),
+        _optional_text(arguments.get("dateTo")),
+    )
+
+
+def _optional_text(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def _merge(request: SearchFilters, chosen: SearchFilters) -> SearchFilters:
+    """The request's filters bound the model's: it may narrow them, never widen."""
+    types = request.document_types
+    if chosen.document_types:
+        types = tuple(t for t in chosen.document_types if not types or t in types) or types
+    start = max(filter(None, (request.date_from, chosen.date_from)), default=None)
+    end = min(filter(None, (request.date_to, chosen.date_to)), default=None)
+    return replace(request, document_types=types, date_from=start, date_to=end)
+
+
+def citation_from_hit(number: int, hit: SearchHit) -> Citation:
+    return Citation(
+        number=number,
+        source=hit.source,
+        source_id=hit.source_id,
+        title=hit.title,
+        text=hit.text,
+        page=hit.page,
+        paragraph=hit.paragraph,
+        score=hit.score,
+        legs=hit.legs,
+        chunk_id=hit.chunk_id,
+        document_id=hit.document_id,
+    )
+
+
+def format_tool_result(citations: list[Citation]) -> str:
+    """Sources as the seed formats them for a model: ``[Source: name (match: …)]``."""
+    return "\n\n".join(
+        f"[{c.number}] [Source: {c.title or c.source} (match: {MATCH_LABELS[c.legs]}, "
+        f"score: {c.score:.4f})]\n{c.text}"
+        for c in citations
+    )

@@ -1,0 +1,229 @@
+"""Answering in a chat: the model chosen, the agent run, the turn stored, tokens counted.
+
+Every interface (the HTTP chat API, the OpenAI-compatible API, ``autorag ask`` and
+``autorag chat``) answers through ``ChatService.answer``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from autorag.agent.budget import ConcurrencyLimiter
+from autorag.agent.config import AgentConfig
+from autorag.agent.events import Emit, StatusEvent
+from autorag.agent.orchestrator import AgentRequest, AgentResult, Orchestrator
+from autorag.agent.skills import builtin_skills
+from autorag.agent.skills.base import Skill
+from autorag.chat import store
+from autorag.config import Settings
+from autorag.context import AppContext
+from autorag.errors import InvalidInput
+from autorag.ingest.workspaces import read_settings
+from autorag.llm.base import ChatMessage, LLMProvider
+from autorag.llm.extractive import ExtractiveProvider
+from autorag.llm.registry import build_provider
+from autorag.llm.router import EXTRACTIVE, ModelRouter, Resolution
+from autorag.models import SearchFilters
+from autorag.system_config import GLOBAL_DEFAULT_MODEL, get_value
+
+MAX_QUESTION_CHARS = 20_000
+HISTORY_MESSAGES = 20  # earlier messages of a chat given to the model
+
+
+@dataclass(frozen=True)
+class ChatUser:
+    """Who asks. ``id`` None: the command line, or a caller without a user."""
+
+    id: int | None
+    custom_instructions: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"user:{self.id}" if self.id is not None else "local"
+
+
+LOCAL_USER = ChatUser(None)
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    question: str
+    chat_id: int | None = None  # None: a new chat (when stored)
+    model: str | None = None  # this turn's choice; else the chat's, then the defaults
+    filters: SearchFilters = field(default_factory=SearchFilters)
+    plan_mode: bool | None = None
+    store: bool = True  # keep the chat and its messages
+    # The conversation so far, when the caller holds it (OpenAI clients send it).
+    history: Sequence[ChatMessage] | None = None
+
+
+@dataclass(frozen=True)
+class ChatOutcome:
+    result: AgentResult
+    chat_id: int | None
+    message_id: int | None
+
+
+class ChatService:
+    """One per process: the model router, the skills and the concurrency limit."""
+
+    def __init__(
+        self, settings: Settings, router: ModelRouter, skills: Mapping[str, Skill]
+    ) -> None:
+        self.settings = settings
+        self.router = router
+        self.skills = dict(skills)
+        self.limiter = ConcurrencyLimiter(settings.agent.max_concurrent_per_user)
+
+    @classmethod
+    def for_context(cls, app: AppContext) -> ChatService:
+        return cls(app.settings, build_router(app), builtin_skills())
+
+    def answer(
+        self,
+        app: AppContext,
+        turn: ChatTurn,
+        *,
+        user: ChatUser = LOCAL_USER,
+        emit: Emit,
+        cancel: threading.Event | None = None,
+    ) -> ChatOutcome:
+        """Answer ``turn`` in ``app``'s workspace; events go to ``emit`` as they happen."""
+        return self.prepare(app, turn, user=user).run(emit, cancel)
+
+    def prepare(self, app: AppContext, turn: ChatTurn, *, user: ChatUser) -> PreparedAnswer:
+        """Everything that can refuse the question, done before any answer streams: the
+        question checked, a concurrency slot taken, the chat found, the model chosen."""
+        question = _checked(turn.question)
+        release = self.limiter.acquire(user.key)
+        try:
+            config = read_settings(app.catalog, app.info).agent
+            chat = self._chat(app, turn, user)
+            resolution = self.resolve(app, config, turn.model or (chat.model if chat else None))
+            orchestrator = Orchestrator(
+                app,
+                resolution,
+                config=config,
+                limits=self.settings.agent,
+                skills=self.skills,
+                router=self.router,
+            )
+            request = AgentRequest(
+                question,
+                self._history(app, turn, chat),
+                turn.filters,
+                chat.id if chat else None,
+                user.id,
+                user.custom_instructions,
+                turn.plan_mode,
+            )
+        except BaseException:
+            release()
+            raise
+        return PreparedAnswer(app, orchestrator, request, chat, turn.store, release)
+
+    def resolve(self, app: AppContext, config: AgentConfig, choice: str | None) -> Resolution:
+        """The model for an answer: per-chat → workspace → global → environment."""
+        global_default = get_value(app.catalog.engine, GLOBAL_DEFAULT_MODEL)
+        return self.router.resolve(
+            [choice, config.default_model, global_default], local_only=config.local_llm_only
+        )
+
+    def check_model(self, app: AppContext, model: str) -> None:
+        """Refuse a chat model this workspace cannot use (unknown, or not local)."""
+        config = read_settings(app.catalog, app.info).agent
+        self.router.check_choice(model, local_only=config.local_llm_only)
+
+    def _chat(self, app: AppContext, turn: ChatTurn, user: ChatUser) -> store.ChatInfo | None:
+        engine, workspace = app.catalog.engine, app.info.id
+        if turn.chat_id is not None:
+            chat = store.get_chat(engine, workspace, turn.chat_id, user.id)
+            if turn.model is not None and turn.model != chat.model:
+                chat = store.set_chat_model(engine, chat, turn.model)
+            return chat
+        if not turn.store:
+            return None
+        chat = store.create_chat(engine, workspace, user.id, turn.question)
+        return store.set_chat_model(engine, chat, turn.model) if turn.model else chat
+
+    def _history(
+        self, app: AppContext, turn: ChatTurn, chat: store.ChatInfo | None
+    ) -> list[ChatMessage]:
+        if turn.history is not None:
+            return list(turn.history)
+        if chat is None or turn.chat_id is None:
+            return []
+        return store.history(app.catalog.engine, chat.id, turns=HISTORY_MESSAGES)
+
+
+@dataclass
+class PreparedAnswer:
+    """An accepted question, holding its concurrency slot until ``run`` ends (or
+    ``release`` is called, when it will never run)."""
+
+    app: AppContext
+    orchestrator: Orchestrator
+    request: AgentRequest
+    chat: store.ChatInfo | None
+    keep: bool
+    release: Callable[[], None]
+
+    @property
+    def chat_id(self) -> int | None:
+        return self.chat.id if self.chat else None
+
+    def run(self, emit: Emit, cancel: threading.Event | None = None) -> ChatOutcome:
+        engine, chat = self.app.catalog.engine, self.chat
+        failed = True
+        try:
+            chosen = self.orchestrator
+            if chosen.requested:  # the chosen model is down: say so before answering
+                emit(StatusEvent(f"{chosen.fallback_reason}; answering with {chosen.target.ref}"))
+            if chat and self.keep:
+                store.add_user_message(engine, chat.id, self.request.question)
+            result = self.orchestrator.run(self.request, emit, cancel)
+            failed = False
+        finally:
+            # Every exit path counts its tokens, errors included.
+            store.record_usage(engine, self.app.info.id, self.orchestrator.usage, failed=failed)
+            self.release()
+        message_id = None
+        if chat and self.keep:
+            message_id = store.add_assistant_message(engine, chat.id, _stored(result))
+        return ChatOutcome(result, self.chat_id, message_id)
+
+
+def build_router(app: AppContext) -> ModelRouter:
+    """The providers configured in ``llm.providers`` plus the built-in extractive one."""
+    # The embedding model loads on first use, not when the router is built.
+    extractive = ExtractiveProvider(embed=lambda texts: app.embedder.embed(texts))
+    providers: list[LLMProvider] = [extractive]
+    for config in app.settings.llm.providers:
+        if config.name == EXTRACTIVE:
+            raise InvalidInput("the provider name 'extractive' is reserved for the built-in one")
+        providers.append(build_provider(config))
+    llm = app.settings.llm
+    return ModelRouter(providers, env_default=llm.default, fallback=llm.fallback)
+
+
+def _checked(question: str) -> str:
+    question = question.strip()
+    if not question:
+        raise InvalidInput("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InvalidInput(f"the question is longer than {MAX_QUESTION_CHARS} characters")
+    return question
+
+
+def _stored(result: AgentResult) -> store.AssistantMessage:
+    return store.AssistantMessage(
+        content=result.text,
+        citations=result.citations,
+        plan=result.plan,
+        model_used=result.model_used,
+        provider_used=result.provider_used,
+        abort_reason=result.abort_reason,
+        usage=result.usage,
+    )

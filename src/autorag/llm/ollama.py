@@ -1,0 +1,89 @@
+"""Chat with Ollama through its native API (``/api/chat``, ``/api/tags``).
+
+``base_url`` is the server root, without ``/api``: ``http://127.0.0.1:11434`` (the
+default). For Ollama's OpenAI-compatible ``/v1`` use ``OpenAICompatProvider`` instead;
+the native API also reports model sizes and parameter counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterable, Iterator, Sequence
+from typing import Any
+
+from autorag.errors import Unavailable
+from autorag.llm._wire import (
+    ServerLLMProvider,
+    ollama_messages,
+    openai_tools,
+    optional_int,
+    tool_call,
+    usage_delta,
+)
+from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolSpec
+
+
+class OllamaProvider(ServerLLMProvider):
+    """Streams ``POST {base_url}/api/chat`` (one JSON object a line); lists ``/api/tags``.
+
+    Ollama sends each tool call whole, with its arguments as an object, so calls are
+    yielded as they arrive. Usage comes from the last line's ``prompt_eval_count`` and
+    ``eval_count``.
+    """
+
+    default_base_url = "http://127.0.0.1:11434"
+    not_found_hint = "Check the model name, and that it is pulled (`ollama pull <model>`)."
+
+    def stream_chat(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        model: str | None = None,
+    ) -> Generator[LLMDelta, None, None]:
+        body: dict[str, Any] = {
+            "model": model or self.default_model,
+            "messages": ollama_messages(messages),
+            "stream": True,
+        }
+        if tools:
+            body["tools"] = openai_tools(tools)
+        with self._wire.stream_lines("/api/chat", body) as lines:
+            yield from self._deltas(lines)
+
+    def _deltas(self, lines: Iterable[str]) -> Iterator[LLMDelta]:
+        for line in lines:
+            if not line.strip():
+                continue
+            chunk = self._wire.decode(line)
+            if not isinstance(chunk, dict):
+                continue
+            if "error" in chunk:
+                raise self._wire.stream_error(chunk["error"])
+            message = chunk.get("message") or {}
+            if text := message.get("content"):
+                yield LLMDelta(text=text)
+            for call in message.get("tool_calls") or ():
+                function = call.get("function") or {}
+                yield tool_call(call.get("id"), function.get("name"), function.get("arguments"))
+            if chunk.get("done"):
+                yield usage_delta(chunk.get("prompt_eval_count"), chunk.get("eval_count"))
+                return
+        raise Unavailable(f"{self._wire.where}: the stream ended before the answer did")
+
+    def _list_all(self) -> list[ModelInfo]:
+        payload = self._wire.get_json("/api/tags")
+        items = payload.get("models") if isinstance(payload, dict) else None
+        if not isinstance(items, list):
+            raise Unavailable(f"{self._wire.where} answered /api/tags without a models list")
+        return [self._model_info(item) for item in items if isinstance(item, dict)]
+
+    def _model_info(self, item: dict[str, Any]) -> ModelInfo:
+        details = item.get("details") or {}
+        parameters = details.get("parameter_size") if isinstance(details, dict) else None
+        return ModelInfo(
+            id=str(item.get("name") or item.get("model") or ""),
+            provider=self.name,
+            local=self.local,
+            size_bytes=optional_int(item.get("size")),
+            parameters=str(parameters) if parameters else None,
+        )

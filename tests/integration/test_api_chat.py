@@ -1,0 +1,216 @@
+"""The chat API on a real server: SSE answers with citations, chats, models, limits."""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import pytest
+from httpx_sse import connect_sse
+from starlette.types import ASGIApp
+from tests.samples import write_corpus
+
+from autorag.api.app import create_app
+from autorag.auth.service import add_membership, create_api_key, create_user
+from autorag.context import open_context
+from autorag.ingest.minsync import refresh
+from autorag.workspace import init_workspace
+
+QUESTION = "How long is the refund window?"
+
+
+@dataclass(frozen=True)
+class Api:
+    url: str
+    key: str
+    other_key: str  # another member of the same workspace
+
+    def headers(self, key: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {key or self.key}"}
+
+    def call(self, method: str, path: str, key: str | None = None, **kw: Any) -> httpx.Response:
+        return httpx.request(method, self.url + path, headers=self.headers(key), timeout=60, **kw)
+
+
+@dataclass
+class Streamed:
+    events: list[tuple[str, Any]]
+
+    def of(self, name: str) -> list[Any]:
+        return [data for event, data in self.events if event == name]
+
+    @property
+    def text(self) -> str:
+        return "".join(d["text"] for d in self.of("token"))
+
+    @property
+    def done(self) -> dict[str, Any]:
+        (done,) = self.of("done")
+        return dict(done)
+
+
+def stream(api: Api, body: dict[str, Any], workspace: str = "default") -> Streamed:
+    events: list[tuple[str, Any]] = []
+    with (
+        httpx.Client(timeout=60) as client,
+        connect_sse(
+            client,
+            "POST",
+            f"{api.url}/api/workspaces/{workspace}/chat/stream",
+            json=body,
+            headers=api.headers(),
+        ) as source,
+    ):
+        assert source.response.status_code == 200, source.response.read()
+        assert source.response.headers["content-type"].startswith("text/event-stream")
+        events = [(sse.event, sse.json()) for sse in source.iter_sse()]
+    return Streamed(events)
+
+
+@pytest.fixture(scope="module")
+def api(
+    tmp_path_factory: pytest.TempPathFactory, serve_asgi: Callable[[ASGIApp], str]
+) -> Iterator[Api]:
+    root = tmp_path_factory.mktemp("chat")
+    write_corpus(root / "docs")
+    workspace = init_workspace(root / "kb")
+    workspace.write_config({"search_paths": [str(root / "docs")]})
+    context = open_context(workspace)
+    refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
+    keys = []
+    for name in ("reader", "other"):
+        create_user(context.catalog, name, "a long enough password", "member")
+        add_membership(context.catalog, name, "default")
+        keys.append(create_api_key(context.catalog, name, "tests", [])[1])
+    context.close()
+    yield Api(serve_asgi(create_app(workspace)), keys[0], keys[1])
+
+
+def test_stream_answers_with_tokens_citations_and_done(api: Api) -> None:
+    streamed = stream(api, {"message": QUESTION})
+    names = [event for event, _ in streamed.events]
+    assert names.index("status") < names.index("token") < names.index("citations")
+    assert names[-1] == "done"
+    assert "thirty days" in streamed.text
+    (citations,) = streamed.of("citations")
+    sent = {s["number"] for s in citations["sources"]}
+    cited = {int(n) for n in re.findall(r"\[(\d+)\]", streamed.text)}
+    assert cited and cited <= sent  # every [n] refers to a source that was sent
+    source = next(s for s in citations["sources"] if s["number"] in cited)
+    assert source["source"].endswith("refunds.pdf") and source["page"] == 2
+    assert source["match"] in ("semantic+keyword", "vector", "fts")
+    assert source["url"] == f"/api/workspaces/default/documents/{source['documentId']}"
+    done = streamed.done
+    assert done["modelUsed"] == "extractive/extractive"
+    assert done["providerUsed"] == "extractive"
+    assert done["abortReason"] == "done" and done["chatId"] and done["messageId"]
+
+
+def test_chat_is_stored_and_continued(api: Api) -> None:
+    first = stream(api, {"message": QUESTION}).done
+    second = stream(api, {"message": "Which courier carries parcels?", "chatId": first["chatId"]})
+    assert second.done["chatId"] == first["chatId"]
+    assert "Zephyr" in second.text
+    chat = api.call("GET", f"/api/workspaces/default/chats/{first['chatId']}").json()
+    roles = [m["role"] for m in chat["messageList"]]
+    assert roles == ["user", "assistant", "user", "assistant"]
+    assert chat["messageList"][1]["sources"] and chat["messageList"][1]["modelUsed"]
+    listed = api.call("GET", "/api/workspaces/default/chats").json()
+    assert first["chatId"] in [c["id"] for c in listed]
+
+
+def test_chats_are_private_to_their_user(api: Api) -> None:
+    chat_id = stream(api, {"message": QUESTION}).done["chatId"]
+    other = api.call("GET", f"/api/workspaces/default/chats/{chat_id}", key=api.other_key)
+    assert other.status_code == 404
+    hijack = api.call(
+        "POST",
+        "/api/workspaces/default/chat",
+        key=api.other_key,
+        json={"message": "hello", "chatId": chat_id},
+    )
+    assert hijack.status_code == 404
+
+
+def test_non_streaming_answer_matches_the_stream(api: Api) -> None:
+    response = api.call("POST", "/api/workspaces/default/chat", json={"message": QUESTION})
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["answer"] == stream(api, {"message": QUESTION}).text
+    assert body["sources"] and body["abortReason"] == "done"
+    assert body["usage"]["promptTokens"] > 0
+
+
+def test_chat_model_can_be_set_and_is_validated(api: Api) -> None:
+    chat_id = stream(api, {"message": QUESTION}).done["chatId"]
+    path = f"/api/workspaces/default/chats/{chat_id}/model"
+    unknown = api.call("PATCH", path, json={"model": "nosuch/model"})
+    assert unknown.status_code == 400 and "nosuch" in unknown.json()["detail"]
+    assert api.call("PATCH", path, json={"model": "extractive"}).json()["model"] == "extractive"
+    assert api.call("PATCH", path, json={"model": None}).json()["model"] is None
+
+
+def test_models_lists_extractive_with_labels(api: Api) -> None:
+    body = api.call("GET", "/api/models?refresh=true").json()
+    (model,) = [m for m in body["models"] if m["provider"] == "extractive"]
+    assert model["id"] == "extractive/extractive" and model["available"] is True
+    assert "local-only" in model["capabilities"]
+    assert body["defaults"]["environment"] == "extractive"
+
+
+def test_bad_requests_are_refused_before_streaming(api: Api) -> None:
+    path = "/api/workspaces/default/chat/stream"
+    assert api.call("POST", path, json={"message": ""}).status_code == 422
+    assert api.call("POST", path, json={"message": "x", "chatId": 999999}).status_code == 404
+    bad_type = api.call("POST", path, json={"message": "x", "documentTypes": ["exe"]})
+    assert bad_type.status_code == 400
+    assert api.call("POST", "/api/workspaces/nope/chat/stream", json={"message": "x"}).status_code == 404
+    anonymous = httpx.post(api.url + path, json={"message": "x"})
+    assert anonymous.status_code == 401
+
+
+def test_token_usage_is_recorded_per_workspace(api: Api) -> None:
+    before = _requests_today(api)
+    stream(api, {"message": QUESTION})
+    assert _requests_today(api) == before + 1
+
+
+def _requests_today(api: Api) -> int:
+    rows = api.call("GET", "/api/workspaces/default/usage").json()
+    return int(rows[0]["requests"]) if rows else 0
+
+
+def test_concurrency_slot_is_freed_after_each_answer(api: Api) -> None:
+    # More sequential answers than the per-user limit: each frees its slot.
+    for _ in range(4):
+        assert stream(api, {"message": QUESTION}).done["abortReason"] == "done"
+
+
+def test_abort_mid_stream_frees_the_slot(api: Api) -> None:
+    """Closing the connection after the first event stops the answer; the user can ask
+    again at once, as many times as the limit allows."""
+    for _ in range(4):
+        with (
+            httpx.Client(timeout=60) as client,
+            connect_sse(
+                client,
+                "POST",
+                f"{api.url}/api/workspaces/default/chat/stream",
+                json={"message": QUESTION},
+                headers=api.headers(),
+            ) as source,
+        ):
+            next(iter(source.iter_sse()))
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        response = api.call("POST", "/api/workspaces/default/chat", json={"message": QUESTION})
+        if response.status_code == 200:
+            break
+        time.sleep(0.1)
+    assert response.status_code == 200
+    threading.Event().wait(0)
