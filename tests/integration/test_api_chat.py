@@ -169,7 +169,10 @@ def test_bad_requests_are_refused_before_streaming(api: Api) -> None:
     assert api.call("POST", path, json={"message": "x", "chatId": 999999}).status_code == 404
     bad_type = api.call("POST", path, json={"message": "x", "documentTypes": ["exe"]})
     assert bad_type.status_code == 400
-    assert api.call("POST", "/api/workspaces/nope/chat/stream", json={"message": "x"}).status_code == 404
+    assert (
+        api.call("POST", "/api/workspaces/nope/chat/stream", json={"message": "x"}).status_code
+        == 404
+    )
     anonymous = httpx.post(api.url + path, json={"message": "x"})
     assert anonymous.status_code == 401
 

@@ -14,7 +14,16 @@ from threadpoolctl import threadpool_limits
 
 from autorag import __version__
 from autorag.api.errors import install_error_handlers
-from autorag.api.routes import auth, chat, documents, health, models, search, workspaces
+from autorag.api.routes import (
+    auth,
+    chat,
+    documents,
+    health,
+    models,
+    openai_compat,
+    search,
+    workspaces,
+)
 from autorag.chat.service import ChatService
 from autorag.config import load_settings
 from autorag.context import AppContext, open_context
@@ -66,6 +75,7 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(documents.router)
     app.include_router(chat.router)
     app.include_router(models.router)
+    app.include_router(openai_compat.router)
     return app
 
 
