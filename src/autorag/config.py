@@ -6,6 +6,7 @@ double underscore (``AUTORAG_SEARCH__RRF_K=60``).
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,8 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+
+from autorag.errors import InvalidInput
 
 CONFIG_FILE_NAME = "autorag.toml"
 
@@ -108,6 +111,15 @@ class AgentSettings(BaseModel):
     search_k: int = Field(default=6, ge=1, le=50)  # sources rag_search returns
 
 
+class DlpSettings(BaseModel):
+    """Data-loss prevention: secrets and personal data redacted where text leaves."""
+
+    enabled: bool = True  # DLP_ENABLED
+    # Roles exempt from scanning and redaction (DLP_BYPASS_ROLES, a JSON list); every
+    # bypass is audited as dlp.bypassed.
+    bypass_roles: list[str] = Field(default_factory=list)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AUTORAG_", env_nested_delimiter="__", extra="ignore"
@@ -123,6 +135,7 @@ class Settings(BaseSettings):
     ingest: IngestSettings = Field(default_factory=IngestSettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
+    dlp: DlpSettings = Field(default_factory=DlpSettings)
 
 
 def load_settings(config_file: Path | None, **overrides: Any) -> Settings:
@@ -149,7 +162,11 @@ def load_settings(config_file: Path | None, **overrides: Any) -> Settings:
 
 
 # Names the seed gives its environment variables, honoured beside the AUTORAG_* ones.
-_SEED_ENVIRONMENT = {"CHAT_MAX_CONCURRENT_PER_USER": ("agent", "max_concurrent_per_user")}
+_SEED_ENVIRONMENT = {
+    "CHAT_MAX_CONCURRENT_PER_USER": ("agent", "max_concurrent_per_user"),
+    "DLP_ENABLED": ("dlp", "enabled"),
+    "DLP_BYPASS_ROLES": ("dlp", "bypass_roles"),
+}
 
 
 def _apply_seed_environment(settings: Settings) -> None:
@@ -158,4 +175,11 @@ def _apply_seed_environment(settings: Settings) -> None:
         own = f"AUTORAG_{group}__{key}".upper()
         if value is not None and own not in os.environ:
             section = getattr(settings, group)
-            setattr(section, key, type(getattr(section, key))(value))
+            # Lists come as JSON ('["member"]'); other values are validated as their field
+            # is ("false" is False, not bool("false")).
+            try:
+                parsed = json.loads(value) if isinstance(getattr(section, key), list) else value
+                updated = section.model_validate({**section.model_dump(), key: parsed})
+            except ValueError as exc:  # pydantic's ValidationError is one too
+                raise InvalidInput(f"environment variable {variable}={value!r}: {exc}") from None
+            setattr(settings, group, updated)

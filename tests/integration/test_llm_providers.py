@@ -101,7 +101,8 @@ def test_a_tool_call_is_assembled(dialect: Dialect) -> None:
         deltas = _chat(dialect.connect(server))
     assert _text(deltas) == "Let me search."
     assert _calls(deltas) == [ToolCall("call_abc", "rag_search", arguments)]
-    assert deltas[-1].usage is not None
+    # Usage comes before the call: a consumer stops reading at the first tool call.
+    assert deltas[-2].usage is not None and deltas[-1].tool_call is not None
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

@@ -122,25 +122,35 @@ def truncate_context_to_byte_budget(
 ) -> list[ChatMessage] | None:
     """Fit the prompt into ``budget`` bytes, keeping what the answer cannot do without.
 
-    Kept always: the system message, the pinned user message (the question being
-    answered: the last user message) and the last ``keep_last`` messages; older turns go
-    first, oldest first. Tool results inside the kept tail are shortened if still too
-    big. None when even the kept messages cannot fit: a context overflow.
+    Kept: the system message, the pinned user message (the question being answered: the
+    last user message) and the last ``keep_last`` messages; older turns go first. If that
+    is still too big, the earlier turns in the kept tail go too, oldest first, then the
+    longest tool results of this answer are shortened. None when it still cannot fit: a
+    context overflow.
     """
-    if sum(map(message_bytes, messages)) <= budget:
+    if _size(messages) <= budget:
         return list(messages)
-    pinned = _pinned_indexes(messages, keep_last)
-    kept = [m for i, m in enumerate(messages) if i in pinned]
+    pinned = _pinned_indexes(messages)
+    question = max(pinned, default=-1)
+    tail = set(range(max(0, len(messages) - keep_last), len(messages)))
+    kept = sorted(pinned | tail)
+    earlier = [i for i in kept if i < question and i not in pinned]
+    while earlier and _size([messages[i] for i in kept]) > budget:
+        kept.remove(earlier.pop(0))
     # A tool result whose call was dropped would confuse the model: drop it with it.
-    kept = _without_orphan_results(kept)
-    over = sum(map(message_bytes, kept)) - budget
+    fitted = _without_orphan_results([messages[i] for i in kept])
+    over = _size(fitted) - budget
     if over > 0:
-        kept = _shorten_tool_results(kept, over)
-    return kept if sum(map(message_bytes, kept)) <= budget else None
+        fitted = _shorten_tool_results(fitted, over)
+    return fitted if _size(fitted) <= budget else None
 
 
-def _pinned_indexes(messages: Sequence[ChatMessage], keep_last: int) -> set[int]:
-    pinned = set(range(max(0, len(messages) - keep_last), len(messages)))
+def _size(messages: Sequence[ChatMessage]) -> int:
+    return sum(map(message_bytes, messages))
+
+
+def _pinned_indexes(messages: Sequence[ChatMessage]) -> set[int]:
+    pinned: set[int] = set()
     if messages and messages[0].role == "system":
         pinned.add(0)
     users = [i for i, m in enumerate(messages) if m.role == "user"]

@@ -20,7 +20,7 @@ _MEMBER = frozenset(
     }
 )
 _MANAGER = _MEMBER | {"workspaces:write", "archive:write"}
-_ADMIN = _MANAGER | {"users:admin", "workspaces:admin", "keys:admin"}
+_ADMIN = _MANAGER | {"users:admin", "workspaces:admin", "keys:admin", "dlp:admin", "dlp:reveal"}
 
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
     "admin": _ADMIN,
@@ -30,8 +30,8 @@ ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
 ALL_PERMISSIONS: frozenset[str] = frozenset().union(*ROLE_PERMISSIONS.values())
 
 # Managing credentials needs a password login: a leaked API key must not be able to
-# mint credentials that outlive its revocation.
-SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write"})
+# mint credentials that outlive its revocation. Nor may it read what DLP redacted.
+SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal"})
 SESSION = "token"
 
 # Given as the workspace, asks whether a permission holds in every workspace at once, as

@@ -135,9 +135,9 @@ def _printer(live: bool) -> Emit:
         if isinstance(event, TokenEvent):
             console.print(event.text, end="", highlight=False, markup=False)
         elif isinstance(event, StatusEvent):
-            err_console.print(f"[dim]{event.message}[/dim]")
+            err_console.print(event.message, style="dim", markup=False, highlight=False)
         elif isinstance(event, PlanEvent):
-            err_console.print(f"[dim]Plan:\n{event.plan}[/dim]")
+            err_console.print(f"Plan:\n{event.plan}", style="dim", markup=False, highlight=False)
 
     return show
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolCall, ToolSpec
+from autorag.llm.base import PLAN_INSTRUCTION, ChatMessage, LLMDelta, ModelInfo, ToolCall, ToolSpec
 from autorag.models import Citation
 from autorag.retrieval.stemming import stems as _stems
 
@@ -59,6 +59,9 @@ class ExtractiveProvider:
         model: str | None = None,
     ) -> Iterator[LLMDelta]:
         question, results = _turn(messages)
+        if messages and messages[0].content.startswith(PLAN_INSTRUCTION):
+            yield LLMDelta(text=_plan(question))
+            return
         if results is None and any(t.name == "rag_search" for t in tools):
             yield LLMDelta(tool_call=ToolCall("call_rag_search", "rag_search", {"query": question}))
             return
@@ -70,6 +73,14 @@ class ExtractiveProvider:
 
     def list_models(self) -> list[ModelInfo]:
         return [ModelInfo(id=self.default_model, provider=self.name, local=True)]
+
+
+def _plan(question: str) -> str:
+    """The one plan extraction can follow."""
+    return (
+        f'1. Search the documents for "{" ".join(question.split())}".\n'
+        "2. Answer with the sentences that address it, citing each source with its [n]."
+    )
 
 
 def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[Citation] | None]:

@@ -25,9 +25,9 @@ from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolSpec
 class OllamaProvider(ServerLLMProvider):
     """Streams ``POST {base_url}/api/chat`` (one JSON object a line); lists ``/api/tags``.
 
-    Ollama sends each tool call whole, with its arguments as an object, so calls are
-    yielded as they arrive. Usage comes from the last line's ``prompt_eval_count`` and
-    ``eval_count``.
+    Ollama sends each tool call whole, with its arguments as an object. Usage comes from
+    the last line's ``prompt_eval_count`` and ``eval_count``, and is yielded before the
+    tool calls.
     """
 
     default_base_url = "http://127.0.0.1:11434"
@@ -51,6 +51,7 @@ class OllamaProvider(ServerLLMProvider):
             yield from self._deltas(lines)
 
     def _deltas(self, lines: Iterable[str]) -> Iterator[LLMDelta]:
+        calls: list[LLMDelta] = []  # held until the usage: consumers stop at the first call
         for line in lines:
             if not line.strip():
                 continue
@@ -62,11 +63,10 @@ class OllamaProvider(ServerLLMProvider):
             message = chunk.get("message") or {}
             if text := message.get("content"):
                 yield LLMDelta(text=text)
-            for call in message.get("tool_calls") or ():
-                function = call.get("function") or {}
-                yield tool_call(call.get("id"), function.get("name"), function.get("arguments"))
+            calls.extend(_tool_call(call) for call in message.get("tool_calls") or ())
             if chunk.get("done"):
                 yield usage_delta(chunk.get("prompt_eval_count"), chunk.get("eval_count"))
+                yield from calls
                 return
         raise Unavailable(f"{self._wire.where}: the stream ended before the answer did")
 
@@ -87,3 +87,8 @@ class OllamaProvider(ServerLLMProvider):
             size_bytes=optional_int(item.get("size")),
             parameters=str(parameters) if parameters else None,
         )
+
+
+def _tool_call(call: dict[str, Any]) -> LLMDelta:
+    function = call.get("function") or {}
+    return tool_call(call.get("id"), function.get("name"), function.get("arguments"))

@@ -32,8 +32,9 @@ class OpenAICompatProvider(ServerLLMProvider):
     """Streams ``POST {base_url}/chat/completions``; lists ``GET {base_url}/models``.
 
     Without an api_key no Authorization header is sent (local servers usually need none).
-    Tool calls arrive in fragments and are yielded whole once the model finishes; their
-    arguments, if not valid JSON, come as ``{"_raw": <text>}`` (see ``parse_arguments``).
+    Tool calls arrive in fragments and are yielded whole when the stream ends, after the
+    usage; their arguments, if not valid JSON, come as ``{"_raw": <text>}`` (see
+    ``parse_arguments``).
     """
 
     default_base_url = "https://api.openai.com/v1"
@@ -112,10 +113,11 @@ class _ChatStream:
             yield from self._chunk(self._wire.decode(data))
         if not self._finished:
             raise Unavailable(f"{self._wire.where}: the stream ended before the answer did")
-        yield from self._complete_calls()
-        # Some servers repeat cumulative usage on several chunks: report the last, once.
+        # Some servers repeat cumulative usage on several chunks: report the last, once,
+        # and before the tool calls, since a consumer stops reading at the first call.
         if self._usage is not None:
             yield self._usage
+        yield from self._complete_calls()
 
     def _chunk(self, chunk: Any) -> Iterator[LLMDelta]:
         if not isinstance(chunk, dict):
@@ -131,8 +133,7 @@ class _ChatStream:
             for fragment in delta.get("tool_calls") or ():
                 self._merge(fragment)
             if choice.get("finish_reason"):
-                self._finished = True
-                yield from self._complete_calls()
+                self._finished = True  # the usage chunk and [DONE] may still follow
         if isinstance(usage := chunk.get("usage"), dict):
             self._usage = usage_delta(usage.get("prompt_tokens"), usage.get("completion_tokens"))
 

@@ -263,3 +263,59 @@ class SystemConfigRow(Base):
     key: Mapped[str] = mapped_column(String(100), primary_key=True)
     value: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DlpPatternRow(Base):
+    """A DLP pattern: the built-ins (seeded on first use; only ``enabled`` changes) and up
+    to 50 custom ones."""
+
+    __tablename__ = "dlp_patterns"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)  # the match type
+    regex: Mapped[str] = mapped_column(Text)  # RE2 syntax
+    builtin: Mapped[bool] = mapped_column(default=False)
+    enabled: Mapped[bool] = mapped_column(default=True)
+    description: Mapped[str] = mapped_column(Text, default="")
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class DlpOriginalRow(Base):
+    """The original of a text DLP redacted, for an admin's audited reveal."""
+
+    __tablename__ = "dlp_originals"
+    __table_args__ = (Index("ix_dlp_originals_ref", "ref"),)
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)  # opaque, unguessable
+    workspace_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE")
+    )
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"))
+    source: Mapped[str] = mapped_column(String(16))  # chat | widget
+    ref: Mapped[str | None] = mapped_column(String(200))  # what it belongs to: "message:42"
+    original: Mapped[str] = mapped_column(Text)
+    redacted: Mapped[str] = mapped_column(Text)
+    types: Mapped[str] = mapped_column(Text, default="[]")  # JSON list of pattern names
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class AuditEventRow(Base):
+    """Something security-relevant that happened (``dlp.redacted``, ``dlp.revealed``…)."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        Index("ix_audit_events_event", "event", "created_at"),
+        Index("ix_audit_events_created", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    event: Mapped[str] = mapped_column(String(64))
+    # Kept (unlinked) when the user or workspace is deleted: the trail outlives them.
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="SET NULL"))
+    workspace_id: Mapped[int | None] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="SET NULL")
+    )
+    source: Mapped[str | None] = mapped_column(String(16))
+    details: Mapped[str] = mapped_column(Text, default="{}")  # JSON; never a secret
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)

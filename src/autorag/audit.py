@@ -1,0 +1,138 @@
+"""The audit trail: security-relevant events, written once and listed with filters.
+
+Any feature records its events here (``dlp.redacted``, ``dlp.bypassed``,
+``dlp.revealed``…): a dotted ``event`` name, who (``user_id``), where
+(``workspace_id``), through what (``source``: ``chat`` or ``widget`` for DLP) and JSON
+``details``. Details describe what happened, never the sensitive data itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Connection, ColumnElement, insert, select
+
+from autorag.store.catalog.models import AuditEventRow, UserRow, WorkspaceRow, utcnow
+from autorag.store.catalog.repository import Catalog
+
+MAX_LIST = 1000
+
+
+@dataclass(frozen=True)
+class AuditEvent:
+    id: int
+    event: str
+    user_id: int | None
+    username: str | None  # None once the user is deleted
+    workspace_id: int | None
+    workspace: str | None
+    source: str | None
+    details: Mapping[str, Any]
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class AuditQuery:
+    """Which events to list, newest first. Every given filter must hold."""
+
+    events: Sequence[str] = ()  # exact names; empty: any
+    prefix: str | None = None  # e.g. "dlp."
+    user_id: int | None = None
+    workspace_id: int | None = None
+    source: str | None = None
+    since: datetime | None = None  # inclusive
+    until: datetime | None = None  # exclusive
+    details_contain: str | None = None  # a substring of the details JSON
+    before_id: int | None = None  # paging: events older than this one
+    limit: int = field(default=100)
+
+
+def record(
+    catalog: Catalog,
+    event: str,
+    *,
+    user_id: int | None = None,
+    workspace_id: int | None = None,
+    source: str | None = None,
+    details: Mapping[str, Any] | None = None,
+    connection: Connection | None = None,
+) -> int:
+    """Write one event; inside ``connection``'s transaction when given (an action and
+    its audit then commit together). Returns the event's id."""
+    statement = insert(AuditEventRow).values(
+        event=event,
+        user_id=user_id,
+        workspace_id=workspace_id,
+        source=source,
+        details=json.dumps(dict(details or {}), sort_keys=True, ensure_ascii=False),
+        created_at=utcnow(),
+    )
+    if connection is not None:
+        return int(connection.execute(statement).inserted_primary_key[0])
+    with catalog.engine.begin() as conn:
+        return int(conn.execute(statement).inserted_primary_key[0])
+
+
+def list_events(catalog: Catalog, query: AuditQuery) -> list[AuditEvent]:
+    statement = (
+        select(AuditEventRow, UserRow.username, WorkspaceRow.name)
+        .outerjoin(UserRow, UserRow.id == AuditEventRow.user_id)
+        .outerjoin(WorkspaceRow, WorkspaceRow.id == AuditEventRow.workspace_id)
+        .where(*_conditions(query))
+        .order_by(AuditEventRow.id.desc())
+        .limit(max(1, min(query.limit, MAX_LIST)))
+    )
+    with catalog.engine.connect() as conn:
+        rows = conn.execute(statement).all()
+    return [_event(row[0], row[1], row[2]) for row in rows]
+
+
+def _conditions(query: AuditQuery) -> list[ColumnElement[bool]]:
+    table = AuditEventRow
+    conditions: list[ColumnElement[bool]] = []
+    if query.events:
+        conditions.append(table.event.in_(list(query.events)))
+    if query.prefix:
+        conditions.append(table.event.startswith(query.prefix, autoescape=True))
+    if query.user_id is not None:
+        conditions.append(table.user_id == query.user_id)
+    if query.workspace_id is not None:
+        conditions.append(table.workspace_id == query.workspace_id)
+    if query.source is not None:
+        conditions.append(table.source == query.source)
+    if query.since is not None:
+        conditions.append(table.created_at >= _utc(query.since))
+    if query.until is not None:
+        conditions.append(table.created_at < _utc(query.until))
+    if query.details_contain:
+        conditions.append(table.details.contains(query.details_contain, autoescape=True))
+    if query.before_id is not None:
+        conditions.append(table.id < query.before_id)
+    return conditions
+
+
+def _utc(moment: datetime) -> datetime:
+    return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _event(row: AuditEventRow, username: str | None, workspace: str | None) -> AuditEvent:
+    try:
+        details = json.loads(row.details)
+    except ValueError:
+        details = {}
+    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+    return AuditEvent(
+        id=row.id,
+        event=row.event,
+        user_id=row.user_id,
+        username=username,
+        workspace_id=row.workspace_id,
+        workspace=workspace,
+        source=row.source,
+        details=details if isinstance(details, dict) else {},
+        created_at=created,
+    )
