@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, ColumnElement, insert, select
+from sqlalchemy import ColumnElement, Connection, insert, select
+from sqlalchemy.orm import Session
 
 from autorag.store.catalog.models import AuditEventRow, UserRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog
@@ -72,9 +73,15 @@ def record(
         created_at=utcnow(),
     )
     if connection is not None:
-        return int(connection.execute(statement).inserted_primary_key[0])
+        return _inserted_id(connection, statement)
     with catalog.engine.begin() as conn:
-        return int(conn.execute(statement).inserted_primary_key[0])
+        return _inserted_id(conn, statement)
+
+
+def _inserted_id(connection: Connection, statement: Any) -> int:
+    key = connection.execute(statement).inserted_primary_key
+    assert key is not None
+    return int(key[0])
 
 
 def list_events(catalog: Catalog, query: AuditQuery) -> list[AuditEvent]:
@@ -86,9 +93,9 @@ def list_events(catalog: Catalog, query: AuditQuery) -> list[AuditEvent]:
         .order_by(AuditEventRow.id.desc())
         .limit(max(1, min(query.limit, MAX_LIST)))
     )
-    with catalog.engine.connect() as conn:
-        rows = conn.execute(statement).all()
-    return [_event(row[0], row[1], row[2]) for row in rows]
+    with Session(catalog.engine) as session:
+        rows = session.execute(statement).all()
+        return [_event(row[0], row[1], row[2]) for row in rows]
 
 
 def _conditions(query: AuditQuery) -> list[ColumnElement[bool]]:

@@ -60,6 +60,20 @@ def test_index_search_ask_and_manage_documents(tmp_path: Path) -> None:
     answer = run(kb, "ask", "How long is the refund window?")
     assert "thirty days" in answer and "[1]" in answer
     assert "Sources" in answer and str(docs / "refunds.pdf") in answer
+    answered = run_json(kb, "ask", "How long is the refund window?", "--plan")
+    assert answered["abortReason"] == "done" and answered["plan"]
+    assert answered["modelUsed"] == "extractive/extractive" and answered["citations"]
+    models = run_json(kb, "models", "list")
+    assert models[0]["id"] == "extractive/extractive" and models[0]["available"]
+    conversation = subprocess.run(
+        [*AUTORAG, "-w", str(kb), "chat"],
+        input="How long is the refund window?\nWhich courier carries parcels?\n/quit\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert conversation.returncode == 0, conversation.stderr
+    assert "thirty days" in conversation.stdout and "Zephyr" in conversation.stdout
 
     listed = run_json(kb, "docs", "list")
     assert len(listed) == 8

@@ -52,7 +52,7 @@ AUTHENTICATED = "authenticated"  # any valid credentials
 
 _MEMBER = {"documents:read", "documents:write", "search:read", "keys:write"}
 _MANAGER = _MEMBER | {"workspaces:write"}
-_ADMIN = _MANAGER | {"workspaces:admin", "users:admin", "keys:admin"}
+_ADMIN = _MANAGER | {"workspaces:admin", "users:admin", "keys:admin", "dlp:admin", "dlp:reveal"}
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
     "member": frozenset(_MEMBER),
     "manager": frozenset(_MANAGER),
@@ -60,7 +60,7 @@ ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
 }
 # Credentials are managed with a password login: an API key mints, lists and revokes
 # no credentials, so a leaked key cannot outlive its own revocation.
-LOGIN_ONLY = frozenset({"users:admin", "keys:admin", "keys:write"})
+LOGIN_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal"})
 
 
 @dataclass(frozen=True)
@@ -100,6 +100,7 @@ class World:
     docs: dict[str, int] = field(default_factory=dict)  # each workspace's fixture document
     jobs: dict[str, int] = field(default_factory=dict)  # the job that processed it
     ids: dict[str, set[int]] = field(default_factory=dict)  # every document it holds
+    dlp: dict[str, Any] = field(default_factory=dict)  # DLP objects the cells act on
     _counter: Iterator[int] = field(default_factory=itertools.count)
 
     @property
@@ -512,6 +513,102 @@ def _search_check(cell: Cell, response: httpx.Response) -> None:
     assert ids <= cell.world.ids[cell.workspace]
 
 
+# -- DLP: installation-wide, so managing it needs an unconfined admin ------------------
+def _shared_pattern(world: World) -> int:
+    """A custom pattern refused cells aim at, which must outlive them."""
+    if "pattern" not in world.dlp:
+        body = {"name": "matrix_shared", "regex": "MTX-[0-9]{4}"}
+        response = world.call("POST", "/api/dlp/patterns", world.admin, json=body)
+        assert response.status_code == 201, response.text
+        world.dlp["pattern"] = response.json()["id"]
+    return int(world.dlp["pattern"])
+
+
+def _pattern_ids(world: World) -> set[int]:
+    response = world.call("GET", "/api/dlp/patterns", world.admin)
+    assert response.status_code == 200, response.text
+    return {p["id"] for p in response.json()}
+
+
+def _patterns_check(cell: Cell, response: httpx.Response) -> None:
+    assert {"email", "iban", "eu_phone"} <= {p["name"] for p in response.json()}
+
+
+def _new_pattern(cell: Cell) -> Params:
+    return {}, {"json": {"name": cell.world.fresh("matrix_p"), "regex": "MTX-[0-9]{6}"}}
+
+
+def _new_pattern_check(cell: Cell, response: httpx.Response) -> None:
+    created = json.loads(response.request.content)["name"]
+    response = cell.world.call("GET", "/api/dlp/patterns", cell.world.admin)
+    assert (created in {p["name"] for p in response.json()}) is cell.succeeds
+
+
+def _pattern_sample(cell: Cell) -> Params:
+    return {}, {"json": {"text": "MTX-1234 by a.b@example.com", "regex": "MTX-[0-9]+"}}
+
+
+def _pattern_sample_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["redactedText"] == "[REDACTED] by a.b@example.com"
+
+
+def _patch_pattern(cell: Cell) -> Params:
+    return {"pattern_id": _shared_pattern(cell.world)}, {"json": {"description": "patched"}}
+
+
+def _doomed_pattern(cell: Cell) -> Params:
+    """A fresh custom pattern for one who may delete it; the shared one otherwise."""
+    if not cell.succeeds:
+        return {"pattern_id": _shared_pattern(cell.world)}, {}
+    body = {"name": cell.world.fresh("doomed_p"), "regex": "DMD-[0-9]+"}
+    response = cell.world.call("POST", "/api/dlp/patterns", cell.world.admin, json=body)
+    assert response.status_code == 201, response.text
+    return {"pattern_id": response.json()["id"]}, {}
+
+
+def _doomed_pattern_check(cell: Cell, response: httpx.Response) -> None:
+    ids = _pattern_ids(cell.world)
+    assert _shared_pattern(cell.world) in ids
+    if cell.succeeds:
+        assert int(response.request.url.path.rsplit("/", 1)[1]) not in ids
+
+
+def _dlp_scan(cell: Cell) -> Params:
+    return {}, {"json": {"text": "mail a.b@example.com"}}
+
+
+def _dlp_scan_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["redactedText"] == "mail [REDACTED]"
+
+
+def _revealable(cell: Cell) -> Params:
+    """A redacted text recorded (once) straight in the catalog, as the chat would."""
+    from autorag.dlp.service import DlpContext, DlpService
+    from autorag.store.catalog.db import create_catalog_engine, sqlite_url
+    from autorag.store.catalog.repository import Catalog
+
+    world = cell.world
+    if "original" not in world.dlp:
+        engine = create_catalog_engine(sqlite_url(world.api.workspace.database_file))
+        try:
+            service = DlpService(Catalog(engine))
+            world.dlp["original"] = service.record_redaction(
+                "mail a.b@example.com", "mail [REDACTED]", ["email"], DlpContext()
+            )
+        finally:
+            engine.dispose()
+    return {}, {"json": {"id": world.dlp["original"]}}
+
+
+def _reveal_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["original"] == "mail a.b@example.com"
+
+
+def _no_original(cell: Cell, response: httpx.Response) -> None:
+    """A refused reveal shows nothing of the original."""
+    assert "a.b@example.com" not in response.text or cell.succeeds
+
+
 WS = "/api/workspaces/{workspace}"
 ENDPOINTS = [
     # Public: documentation, probes, first-run setup and login.
@@ -680,6 +777,55 @@ ENDPOINTS = [
         workspace="path",
         send=_search,
         check=_search_check,
+    ),
+    # DLP.
+    Endpoint("GET", "/api/dlp/patterns", "dlp:admin", 200, unconfined=True, check=_patterns_check),
+    Endpoint(
+        "POST",
+        "/api/dlp/patterns",
+        "dlp:admin",
+        201,
+        unconfined=True,
+        send=_new_pattern,
+        after=_new_pattern_check,
+    ),
+    Endpoint(
+        "POST",
+        "/api/dlp/patterns/test",
+        "dlp:admin",
+        200,
+        unconfined=True,
+        send=_pattern_sample,
+        check=_pattern_sample_check,
+    ),
+    Endpoint(
+        "PATCH",
+        "/api/dlp/patterns/{pattern_id}",
+        "dlp:admin",
+        200,
+        unconfined=True,
+        send=_patch_pattern,
+    ),
+    Endpoint(
+        "DELETE",
+        "/api/dlp/patterns/{pattern_id}",
+        "dlp:admin",
+        204,
+        unconfined=True,
+        send=_doomed_pattern,
+        after=_doomed_pattern_check,
+    ),
+    Endpoint("POST", "/api/dlp/scan", "search:read", 200, send=_dlp_scan, check=_dlp_scan_check),
+    Endpoint("GET", "/api/dlp/matches", "dlp:admin", 200, unconfined=True),
+    Endpoint(
+        "POST",
+        "/api/dlp/reveal",
+        "dlp:reveal",
+        200,
+        unconfined=True,
+        send=_revealable,
+        check=_reveal_check,
+        after=_no_original,
     ),
 ]
 

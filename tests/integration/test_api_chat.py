@@ -29,6 +29,7 @@ class Api:
     url: str
     key: str
     other_key: str  # another member of the same workspace
+    manager_key: str
 
     def headers(self, key: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {key or self.key}"}
@@ -83,12 +84,12 @@ def api(
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
     keys = []
-    for name in ("reader", "other"):
-        create_user(context.catalog, name, "a long enough password", "member")
+    for name, role in (("reader", "member"), ("other", "member"), ("boss", "manager")):
+        create_user(context.catalog, name, "a long enough password", role)
         add_membership(context.catalog, name, "default")
         keys.append(create_api_key(context.catalog, name, "tests", [])[1])
     context.close()
-    yield Api(serve_asgi(create_app(workspace)), keys[0], keys[1])
+    yield Api(serve_asgi(create_app(workspace)), *keys)
 
 
 def test_stream_answers_with_tokens_citations_and_done(api: Api) -> None:
@@ -217,3 +218,80 @@ def test_abort_mid_stream_frees_the_slot(api: Api) -> None:
         time.sleep(0.1)
     assert response.status_code == 200
     threading.Event().wait(0)
+
+
+def test_a_file_attached_to_a_chat_is_answered_from_there_only(api: Api, tmp_path: Any) -> None:
+    chat_id = stream(api, {"message": QUESTION}).done["chatId"]
+    note = "The submarine Nautilus was launched from the Lisbon yard in 1911.\n"
+    upload = api.call(
+        "POST",
+        f"/api/workspaces/default/chats/{chat_id}/attachments",
+        files={"file": ("nautilus.txt", note.encode(), "text/plain")},
+    )
+    assert upload.status_code == 201, upload.text
+    assert upload.json()["name"] == "nautilus.txt" and upload.json()["chunks"] == 1
+    answered = stream(api, {"message": "Where was the Nautilus launched?", "chatId": chat_id})
+    assert "Lisbon" in answered.text
+    (citations,) = answered.of("citations")
+    assert any(s["title"] == "nautilus.txt" and s["url"] is None for s in citations["sources"])
+    # Not in the workspace: search does not find it, another chat does not see it.
+    hits = api.call(
+        "POST", "/api/workspaces/default/search", json={"query": "Nautilus submarine Lisbon"}
+    ).json()["hits"]
+    assert all("nautilus" not in h["source"] for h in hits)
+    elsewhere = stream(api, {"message": "Where was the Nautilus launched?"})
+    assert "Lisbon" not in elsewhere.text
+    listed = api.call("GET", f"/api/workspaces/default/chats/{chat_id}/attachments").json()
+    path = f"/api/workspaces/default/chats/{chat_id}/attachments/{listed[0]['id']}"
+    assert api.call("DELETE", path).status_code == 204
+    other = api.call(
+        "GET", f"/api/workspaces/default/chats/{chat_id}/attachments", key=api.other_key
+    )
+    assert other.status_code == 404
+
+
+def test_bad_attachments_are_refused_with_reasons(api: Api) -> None:
+    chat_id = stream(api, {"message": QUESTION}).done["chatId"]
+    path = f"/api/workspaces/default/chats/{chat_id}/attachments"
+    empty = api.call("POST", path, files={"file": ("empty.txt", b"", "text/plain")})
+    assert empty.status_code == 400
+    exe = api.call("POST", path, files={"file": ("tool.exe", b"MZ\x90\x00", "application/x")})
+    assert exe.status_code == 415
+    broken = api.call("POST", path, files={"file": ("broken.pdf", b"%PDF-1.4 garbage", "x")})
+    assert broken.status_code in (400, 415) and broken.json()["detail"]
+
+
+def test_agent_config_is_validated_and_applied(api: Api) -> None:
+    path = "/api/workspaces/default/agent"
+    assert api.call("GET", path).json()["citationRequired"] is True
+    assert api.call("PATCH", path, json={"planMode": True}).status_code == 403  # a member
+    unknown = api.call("PATCH", path, key=api.manager_key, json={"enabledSkills": ["telepathy"]})
+    assert unknown.status_code == 400 and "telepathy" in unknown.json()["detail"]
+    changed = api.call("PATCH", path, key=api.manager_key, json={"planMode": True})
+    assert changed.json()["planMode"] is True and changed.json()["citationRequired"] is True
+    try:
+        planned = stream(api, {"message": QUESTION})
+        assert planned.of("plan") and "thirty days" in planned.text
+    finally:
+        api.call("PATCH", path, key=api.manager_key, json={"planMode": False})
+    skills = api.call("GET", "/api/workspaces/default/skills").json()
+    names = {s["name"]: s for s in skills}
+    assert set(names) >= {"rag_search", "workspace_memory", "document_temp_process"}
+    assert names["rag_search"]["parameters"]["required"] == ["query"]
+
+
+def test_memory_and_custom_instructions(api: Api) -> None:
+    put = api.call(
+        "PUT", "/api/workspaces/default/memory/fiscal-year", key=api.manager_key,
+        json={"value": "starts in April"},
+    )  # fmt: skip
+    assert put.status_code == 200
+    listed = api.call("GET", "/api/workspaces/default/memory").json()
+    assert {"key": "fiscal-year", "value": "starts in April"}.items() <= listed[0].items()
+    assert api.call("DELETE", "/api/workspaces/default/memory/fiscal-year").status_code == 403
+    gone = api.call("DELETE", "/api/workspaces/default/memory/fiscal-year", key=api.manager_key)
+    assert gone.status_code == 204
+    mine = api.call("PUT", "/api/auth/me/instructions", json={"instructions": "Answer briefly."})
+    assert mine.json() == {"instructions": "Answer briefly."}
+    other = api.call("GET", "/api/auth/me/instructions", key=api.other_key).json()
+    assert other == {"instructions": ""}

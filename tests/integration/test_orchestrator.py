@@ -61,6 +61,9 @@ class SlowSkill:
         default_factory=lambda: ToolSpec("slow_lookup", "takes long", {"type": "object"})
     )
 
+    def available(self, context: SkillContext) -> bool:
+        return True
+
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         context.cancel.wait(self.seconds)
         return SkillResult("too late")
@@ -110,9 +113,7 @@ def ask(
     skills = {**builtin_skills(), **(extra_skills or {})}
     service = ChatService(app.settings, build_router(app), skills)
     events: list[AgentEvent] = []
-    outcome = service.answer(
-        app, turn or ChatTurn(QUESTION), emit=events.append, cancel=cancel
-    )
+    outcome = service.answer(app, turn or ChatTurn(QUESTION), emit=events.append, cancel=cancel)
     return Run(outcome, events)
 
 
@@ -253,9 +254,7 @@ def test_unreachable_model_falls_back_to_extractive(indexed: Path, server: Scrip
     assert "thirty days" in run.result.text
 
 
-def test_local_only_workspace_refuses_a_hosted_model(
-    indexed: Path, server: ScriptedOpenAI
-) -> None:
+def test_local_only_workspace_refuses_a_hosted_model(indexed: Path, server: ScriptedOpenAI) -> None:
     server.reset()
     app = open_app(indexed, server, local=False)
     update_settings(app.catalog, app.info, {"agent": {"local_llm_only": True}})
@@ -310,3 +309,67 @@ def test_citations_are_grounded_and_cited_numbers_resolve(
     for citation in run.result.citations:
         per_document[citation.document_id] = per_document.get(citation.document_id, 0) + 1
     assert max(per_document.values()) <= 2
+
+
+def test_ollama_native_provider_drives_the_same_loop(indexed: Path) -> None:
+    from tests.doubles.ollama_server import ScriptedOllama
+
+    from autorag.workspace import find_workspace
+
+    script = [Tool("rag_search", {"query": "refund window"}), Text("Thirty days [1].")]
+    with ScriptedOllama(script, models=["llama3.2:3b"]) as ollama:
+        provider = {"name": "ollama", "kind": "ollama", "base_url": ollama.base_url}
+        app = open_context(
+            find_workspace(indexed), llm={"providers": [provider], "default": "ollama"}
+        )
+        run = ask(app)
+        assert run.result.model_used == "ollama/llama3.2:3b"
+        assert run.tokens.startswith("Thirty days [1].")
+        assert ollama.requests[1]["messages"][-1]["role"] == "tool"
+        assert run.result.usage.total > 0
+        app.close()
+
+
+def test_disconnecting_the_sse_client_aborts_the_run_and_the_model_stream(
+    indexed: Path, server: ScriptedOpenAI, serve_asgi: Any
+) -> None:
+    import httpx
+    from httpx_sse import connect_sse
+
+    from autorag.api.app import create_app
+    from autorag.auth.service import create_api_key, create_user
+    from autorag.workspace import find_workspace
+
+    workspace = find_workspace(indexed)
+    context = open_app(indexed, server)
+    create_user(context.catalog, "streamer", "a long enough password", "admin")
+    _, key = create_api_key(context.catalog, "streamer", "t", [])
+    context.close()
+    provider = {"name": "scripted", "kind": "openai", "base_url": server.base_url,
+                "default_model": "gpt-test", "local": True}  # fmt: skip
+    url = serve_asgi(create_app(workspace, llm={"providers": [provider], "default": "scripted"}))
+    server.reset([Text("word " * 2000, delay_s=0.01)])
+    headers = {"Authorization": f"Bearer {key}"}
+    with (
+        httpx.Client(timeout=30) as client,
+        connect_sse(
+            client, "POST", f"{url}/api/workspaces/default/chat/stream",
+            json={"message": QUESTION}, headers=headers,
+        ) as source,
+    ):  # fmt: skip
+        tokens = 0
+        for event in source.iter_sse():
+            tokens += event.event == "token"
+            if tokens >= 3:
+                break
+    deadline = time.monotonic() + 10
+    chats: list[Any] = []
+    while time.monotonic() < deadline:
+        chats = httpx.get(f"{url}/api/workspaces/default/chats", headers=headers).json()
+        detail = httpx.get(f"{url}/api/workspaces/default/chats/{chats[0]['id']}", headers=headers)
+        messages = detail.json()["messageList"]
+        if len(messages) == 2:
+            break
+        time.sleep(0.1)
+    assert messages[-1]["abortReason"] == "aborted"
+    assert server.disconnects >= 1  # the model's stream was closed too

@@ -1,4 +1,4 @@
-from autorag.llm.base import ChatMessage, ToolSpec
+from autorag.llm.base import ChatMessage, ToolCall, ToolSpec
 from autorag.llm.extractive import NO_ANSWER, ExtractiveProvider, compose_answer
 from autorag.models import Citation
 
@@ -38,6 +38,7 @@ def test_second_decision_answers_from_the_tool_results_with_citations() -> None:
     )
     messages = [
         ChatMessage("user", "How long is the refund window?"),
+        ChatMessage("assistant", tool_calls=(ToolCall("c1", "rag_search", {"query": "x"}),)),
         ChatMessage("tool", "…", tool_call_id="c1", citations=sources),
     ]
     text = "".join(d.text for d in ExtractiveProvider().stream_chat(messages, tools=[RAG]))

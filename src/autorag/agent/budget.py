@@ -31,6 +31,7 @@ AbortReason = Literal[
 # Rough bytes per token of English prose and JSON: used when a server reports no usage.
 BYTES_PER_TOKEN = 4
 TRUNCATION_MARK = "\n[… output truncated]"
+_MARK_EXTRA_BYTES = len(TRUNCATION_MARK.encode()) - len(TRUNCATION_MARK)
 
 
 @dataclass
@@ -175,12 +176,13 @@ def _shorten_tool_results(messages: list[ChatMessage], over: int) -> list[ChatMe
         if over <= 0:
             break
         content = shortened[index].content
-        target = max(500, len(content) - over)
-        if target < len(content):
-            over -= len(content) - target
-            shortened[index] = replace(
-                shortened[index], content=truncate_tool_output(content, target)
-            )
+        # ``over`` is in bytes; the mark's "…" takes more bytes than characters.
+        target = max(500, len(content) - over - _MARK_EXTRA_BYTES)
+        cut = truncate_tool_output(content, target)
+        saved = len(content.encode()) - len(cut.encode())
+        if saved > 0:
+            over -= saved
+            shortened[index] = replace(shortened[index], content=cut)
     return shortened
 
 

@@ -112,7 +112,6 @@ class Orchestrator:
         self.requested = resolution.requested
         self.fallback_reason = resolution.reason
         self.skills = {n: skills[n] for n in config.enabled_skills if n in skills}
-        self.tools: list[ToolSpec] = [s.spec for s in self.skills.values()]
         self.diagnostics: list[Diagnostic] = []
         self.budget = Budget(limits.wallclock_s, limits.token_budget)
         self._external_s = 0.0  # time spent in models and skills
@@ -131,6 +130,7 @@ class Orchestrator:
         self.emit = emit
         self.request = request
         self.citations: list[Citation] = []
+        self._offer_available_skills()
         plan = self._plan(request) if self._plan_mode(request) else None
         messages = [
             ChatMessage("system", self._system(request, plan)),
@@ -157,6 +157,21 @@ class Orchestrator:
             diagnostics=self.diagnostics,
             iterations=iterations,
             overhead_ms=overhead,
+        )
+
+    def _offer_available_skills(self) -> None:
+        context = self._skill_context()
+        self.skills = {n: s for n, s in self.skills.items() if s.available(context)}
+        self.tools: list[ToolSpec] = [s.spec for s in self.skills.values()]
+
+    def _skill_context(self) -> SkillContext:
+        return SkillContext(
+            app=self.app,
+            chat_id=self.request.chat_id,
+            user_id=self.request.user_id,
+            filters=self.request.filters,
+            k=self.limits.search_k,
+            first_citation_number=len(self.citations) + 1,
         )
 
     def _loop(self, messages: list[ChatMessage]) -> tuple[str, AbortReason, int]:
@@ -301,15 +316,7 @@ class Orchestrator:
 
     def _run_skill(self, skill: Skill, call: ToolCall) -> SkillResult:
         """The skill's result, or an error the model can read and recover from."""
-        context = SkillContext(
-            app=self.app,
-            chat_id=self.request.chat_id,
-            user_id=self.request.user_id,
-            filters=self.request.filters,
-            k=self.limits.search_k,
-            first_citation_number=len(self.citations) + 1,
-            cancel=threading.Event(),
-        )
+        context = self._skill_context()
         timeout = min(self.limits.skill_timeout_s, max(0.1, self.budget.remaining_s()))
         began = time.perf_counter()
         future = _SKILL_POOL.submit(skill.run, call.arguments, context)

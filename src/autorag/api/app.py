@@ -15,8 +15,10 @@ from threadpoolctl import threadpool_limits
 from autorag import __version__
 from autorag.api.errors import install_error_handlers
 from autorag.api.routes import (
+    agent,
     auth,
     chat,
+    dlp,
     documents,
     health,
     models,
@@ -73,8 +75,10 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(search.router)
     app.include_router(workspaces.router)
     app.include_router(documents.router)
+    app.include_router(dlp.router)
     app.include_router(chat.router)
     app.include_router(models.router)
+    app.include_router(agent.router)
     app.include_router(openai_compat.router)
     return app
 

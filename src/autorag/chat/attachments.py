@@ -185,6 +185,12 @@ def list_attachments(app: AppContext, chat_id: int) -> list[AttachmentInfo]:
     return [AttachmentInfo(*r[:5], int(r[5]), _aware(r[6])) for r in rows]
 
 
+def has_attachments(app: AppContext, chat_id: int) -> bool:
+    query = select(ChatAttachmentRow.id).where(ChatAttachmentRow.chat_id == chat_id).limit(1)
+    with app.catalog.engine.connect() as conn:
+        return conn.execute(query).first() is not None
+
+
 def delete_attachment(app: AppContext, chat_id: int, attachment_id: int) -> None:
     """Remove one attachment and its chunks; ``NotFound`` unless it is in this chat."""
     _require_chat(app, chat_id)

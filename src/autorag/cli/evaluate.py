@@ -20,6 +20,12 @@ from autorag.eval.api_bench import (
     run_api_bench,
 )
 from autorag.eval.beir import load_beir
+from autorag.eval.chat_bench import (
+    DEFAULT_QUERIES,
+    PHASES,
+    ChatBenchReport,
+    run_chat_bench,
+)
 from autorag.eval.runner import EvalReport, run_beir
 from autorag.retrieval.hybrid import SearchMode
 
@@ -223,6 +229,92 @@ def _print_api_report(report: ApiBenchReport) -> None:
         if load.error_kinds:
             kinds = ", ".join(f"{kind} ×{n}" for kind, n in load.error_kinds.items())
             console.print(f"{name} errors: {kinds}", highlight=False)
+    console.print(
+        "goals: "
+        + "; ".join(
+            f"{goal} {'[green]met[/green]' if met else '[red]missed[/red]'}"
+            for goal, met in report.goals.items()
+        )
+    )
+
+
+@app.command("chat")
+def chat(
+    directory: Annotated[
+        Path, typer.Argument(help="BEIR dataset folder (corpus, queries, qrels).")
+    ],
+    queries: Annotated[
+        int, typer.Option(min=1, help="Test-split questions answered on each side.")
+    ] = DEFAULT_QUERIES,
+    keep: Annotated[
+        Path | None, typer.Option(help="Keep the benchmark workspace in this folder.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
+) -> None:
+    """Benchmark the agent chat with the extractive provider: orchestration overhead per
+    iteration in-process, then time to the first token through the SSE endpoint of a real
+    server (test-split questions, one at a time)."""
+    dataset = load_beir(directory, split="test")
+    answers = 2 * min(queries, len(dataset.queries))
+    with Progress(console=console, disable=as_json) as progress:
+        ingest = progress.add_task("indexing documents", total=len(dataset.corpus))
+        answering = progress.add_task("answering", total=answers, start=False)
+
+        def answered() -> None:
+            progress.start_task(answering)
+            progress.advance(answering)
+
+        report = run_chat_bench(
+            dataset,
+            split="test",
+            queries=queries,
+            workdir=keep,
+            on_ingest=lambda _o: progress.advance(ingest),
+            on_phase=None if as_json else progress.console.log,
+            on_answer=answered,
+        )
+    if as_json:
+        print_json(dataclasses.asdict(report))
+        return
+    _print_chat_report(report)
+
+
+def _print_chat_report(report: ChatBenchReport) -> None:
+    inside, http = report.in_process, report.http
+    table = Table(
+        "chat (extractive)",
+        "n",
+        "p50 ms",
+        "p95 ms",
+        "p99 ms",
+        "errors",
+        title=f"{report.dataset} chat: {report.chunks} chunks, {report.cpus} CPUs, "
+        f"load average {report.load_average_before[0]:.2f} before",
+    )
+
+    def row(name: str, stats: LatencyStats, errors: str = "") -> None:
+        p50, p95, p99 = (f"{v:.1f}" for v in (stats.p50_ms, stats.p95_ms, stats.p99_ms))
+        table.add_row(name, str(stats.count), p50, p95, p99, errors)
+
+    row("in-process: overhead per iteration", inside.overhead_per_iteration)
+    row("in-process: overhead per answer", inside.overhead_per_answer)
+    row("in-process: first token", inside.first_token)
+    row("in-process: whole answer", inside.answer, str(inside.errors))
+    row("HTTP: response headers", http.headers)
+    row("HTTP: first token (TTFT)", http.first_token)
+    row("HTTP: done", http.done, str(http.errors))
+    console.print(table)
+    phases = Table("where the time goes (p50 ms)", "in-process", "HTTP")
+    for name in PHASES:
+        cells = (inside.phases_p50_ms.get(name), http.phases_p50_ms.get(name))
+        phases.add_row(name, *("–" if v is None else f"{v:.1f}" for v in cells))
+    console.print(phases)
+    iterations = ", ".join(f"{n} ×{count}" for n, count in inside.iterations.items())
+    console.print(f"iterations per answer: {iterations or 'none'}", highlight=False)
+    for name, kinds in (("in-process", inside.error_kinds), ("HTTP", http.error_kinds)):
+        if kinds:
+            listed = ", ".join(f"{kind} ×{n}" for kind, n in kinds.items())
+            console.print(f"{name} errors: {listed}", highlight=False)
     console.print(
         "goals: "
         + "; ".join(

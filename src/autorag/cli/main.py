@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from autorag import __version__
-from autorag.cli import chat, docs, evaluate, index, keys, search, serve, users, workspaces
+from autorag.cli import chat, dlp, docs, evaluate, index, keys, search, serve, users, workspaces
 from autorag.cli._common import CliState, err_console
 from autorag.errors import AutoragError, Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 
@@ -67,6 +67,7 @@ app.add_typer(evaluate.app, name="eval")
 app.add_typer(users.app, name="users")
 app.add_typer(keys.app, name="keys")
 app.add_typer(workspaces.app, name="workspaces")
+app.add_typer(dlp.app, name="dlp")
 
 
 def run() -> None:

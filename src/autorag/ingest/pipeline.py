@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Literal
 
 from autorag.config import IngestSettings
+from autorag.dlp.service import DlpService
 from autorag.embeddings.base import EmbeddingProvider
 from autorag.ingest.chunker import chunk_document
 from autorag.ingest.guards import IngestLimits
@@ -60,6 +61,7 @@ class _Prepared:
 
 
 OutcomeHook = Callable[[IngestOutcome], None]
+Redaction = Callable[[ParsedDocument], ParsedDocument]
 
 
 def file_hash(path: Path) -> str:
@@ -107,10 +109,11 @@ class Indexer:
     def index(self, items: Iterable[IngestItem], on_outcome: OutcomeHook | None = None) -> None:
         """Index items in batches of about ``batch_chunks`` chunks."""
         report = on_outcome or (lambda _outcome: None)
+        redact = self._ingest_redaction()
         batch: list[_Prepared] = []
         batch_chunks = 0
         for item in items:
-            prepared = self._prepare(item)
+            prepared = self._prepare(item, redact)
             if isinstance(prepared, IngestOutcome):
                 report(prepared)
                 continue
@@ -130,7 +133,19 @@ class Indexer:
         self.vectors.delete_documents(document_ids)
         self.catalog.delete_documents(document_ids)
 
-    def _prepare(self, item: IngestItem) -> _Prepared | IngestOutcome:
+    def _ingest_redaction(self) -> Redaction | None:
+        """The workspace's ``redact_on_ingest``: chunks are then stored and embedded with
+        DLP matches replaced, so no store downstream ever holds them."""
+        # Imported here: ingest.workspaces imports the context, which imports this module.
+        from autorag.ingest.workspaces import read_settings
+
+        if not read_settings(self.catalog, self.workspace).redact_on_ingest:
+            return None
+        return DlpService(self.catalog).redact_document
+
+    def _prepare(
+        self, item: IngestItem, redact: Redaction | None = None
+    ) -> _Prepared | IngestOutcome:
         meta = item.meta
         try:
             if item.path is not None:
@@ -160,6 +175,8 @@ class Indexer:
         if parsed.needs_ocr:
             reason = "no usable text layer (under 100 characters); OCR needed"
             return self._unindexed(meta, "needs_ocr", "needs_ocr", reason)
+        if redact is not None:
+            parsed = redact(parsed)
         chunks = chunk_document(
             parsed, chunk_size=self.settings.chunk_size, overlap=self.settings.chunk_overlap
         )

@@ -22,6 +22,9 @@ RELATIVE_CUTOFF = 0.5  # of the best sentence's score
 MIN_SIMILARITY = 0.35  # cosine below which a sentence is off-topic (MiniLM scale)
 LEXICAL_SHARE = 0.15  # how much shared keywords add to semantic similarity
 Embed = Callable[[Sequence[str]], npt.NDArray[np.float32]]
+# Searched in this order, each once per question, when offered: the workspace, then the
+# files attached to the chat.
+SEARCH_TOOLS = ("rag_search", "document_temp_process")
 NO_ANSWER = "I could not find an answer to this in the indexed documents."
 # Sentence ends; also a line break after a line with no closing punctuation (a heading).
 _SENTENCE_END = re.compile(
@@ -58,15 +61,16 @@ class ExtractiveProvider:
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
     ) -> Iterator[LLMDelta]:
-        question, results = _turn(messages)
+        question, results, used = _turn(messages)
         if messages and messages[0].content.startswith(PLAN_INSTRUCTION):
             yield LLMDelta(text=_plan(question))
             return
-        if results is None and any(t.name == "rag_search" for t in tools):
-            yield LLMDelta(tool_call=ToolCall("call_rag_search", "rag_search", {"query": question}))
-            return
+        for tool in SEARCH_TOOLS:
+            if tool not in used and any(t.name == tool for t in tools):
+                yield LLMDelta(tool_call=ToolCall(f"call_{tool}", tool, {"query": question}))
+                return
         answer = compose_answer(
-            question, results or (), max_sentences=self.max_sentences, embed=self.embed
+            question, results, max_sentences=self.max_sentences, embed=self.embed
         )
         for token in _TOKEN.findall(answer):
             yield LLMDelta(text=token)
@@ -83,15 +87,16 @@ def _plan(question: str) -> str:
     )
 
 
-def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[Citation] | None]:
-    """The last user question and the sources tools returned after it (None: no tool ran)."""
-    question, results = "", None
+def _turn(messages: Sequence[ChatMessage]) -> tuple[str, list[Citation], set[str]]:
+    """The last user question, the sources tools returned after it, and those tools."""
+    question, results, used = "", list[Citation](), set[str]()
     for message in messages:
         if message.role == "user":
-            question, results = message.content, None
+            question, results, used = message.content, [], set()
         elif message.role == "tool":
-            results = [*(results or []), *message.citations]
-    return question, results
+            results = [*results, *message.citations]
+        used |= {call.name for call in message.tool_calls}
+    return question, results, used
 
 
 def compose_answer(

@@ -200,7 +200,8 @@ class ModelRouter:
         explicit = choices[0] if choices else None
         if explicit:
             self.check_choice(explicit, local_only=local_only)
-        given = [c for c in (*choices, self.env_default) if c]
+        # No choice at all (an empty environment default): the built-in provider.
+        given = [c for c in (*choices, self.env_default) if c] or [EXTRACTIVE]
         chain = self._chain(given, local_only)
         if not self.fallback:
             chain = chain[:1] if chain and chain[0].ref == self._ref(given[0]) else []

@@ -8,7 +8,7 @@ from typing import Any
 
 from autorag.agent.skills.base import SkillContext, SkillResult
 from autorag.agent.skills.rag_search import format_tool_result
-from autorag.chat.attachments import list_attachments, search_attachments
+from autorag.chat.attachments import has_attachments, list_attachments, search_attachments
 from autorag.errors import InvalidInput
 from autorag.llm.base import ToolSpec
 
@@ -37,6 +37,10 @@ SPEC = ToolSpec(
 @dataclass
 class DocumentTempProcess:
     spec: ToolSpec = SPEC
+
+    def available(self, context: SkillContext) -> bool:
+        """Offered in a chat that has files attached."""
+        return context.chat_id is not None and has_attachments(context.app, context.chat_id)
 
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         if context.chat_id is None:

@@ -37,6 +37,11 @@ class SkillResult:
 class Skill(Protocol):
     spec: ToolSpec
 
+    def available(self, context: SkillContext) -> bool:
+        """Whether to offer the skill in this answer at all (a skill with nothing to work
+        on only costs the model's attention)."""
+        ...
+
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         """Do the work; bad arguments raise ``InvalidInput`` with a message for the model."""
         ...

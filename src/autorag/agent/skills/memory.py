@@ -53,6 +53,9 @@ Handler = Callable[[Mapping[str, Any], SkillContext], SkillResult]
 class WorkspaceMemory:
     spec: ToolSpec = SPEC
 
+    def available(self, context: SkillContext) -> bool:
+        return True
+
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         action = arguments.get("action")
         handler = _HANDLERS.get(action) if isinstance(action, str) else None

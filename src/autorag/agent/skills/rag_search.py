@@ -44,6 +44,9 @@ class RagSearch:
     spec: ToolSpec = SPEC
     mode: SearchMode = "hybrid"
 
+    def available(self, context: SkillContext) -> bool:
+        return True
+
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():

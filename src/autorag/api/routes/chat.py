@@ -18,6 +18,7 @@ from starlette.concurrency import run_in_threadpool
 from autorag.agent.events import AgentEvent, CitationsEvent, PlanEvent, StatusEvent, TokenEvent
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
+from autorag.api.routes.documents import MAX_ID
 from autorag.api.sse import HEADERS, MEDIA_TYPE, ThreadedStream, sse
 from autorag.auth.service import custom_instructions
 from autorag.chat import store
@@ -29,7 +30,7 @@ from autorag.retrieval.filters import build_filters
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["chat"])
 ChatPrincipal = Annotated[Principal, Depends(require("chat:use"))]
-ChatId = Annotated[int, Path(alias="chatId", ge=1)]
+ChatId = Annotated[int, Path(alias="chatId", ge=1, le=MAX_ID)]
 SNIPPET_CHARS = 600
 
 
@@ -37,7 +38,7 @@ class ChatBody(BaseModel):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
     message: str = Field(min_length=1, max_length=20_000)
-    chat_id: int | None = Field(default=None, alias="chatId", ge=1)
+    chat_id: int | None = Field(default=None, alias="chatId", ge=1, le=MAX_ID)
     model: str | None = Field(default=None, max_length=300, description="provider/model")
     document_types: list[str] = Field(default_factory=list, alias="documentTypes", max_length=8)
     date_from: str | None = Field(default=None, alias="dateFrom", max_length=40)
@@ -256,7 +257,7 @@ def list_chats(
     principal: ChatPrincipal,
     context: WorkspaceDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
 ) -> list[ChatOut]:
     """Your chats in this workspace, most recent first."""
     chats = store.list_chats(

@@ -38,9 +38,9 @@ FORM_OVERHEAD_BYTES = 1024**2
 # a reset connection; a bigger body is cut off.
 DRAIN_MAX_BYTES = 64 * 1024**2
 _FEED_BYTES = 1024**2  # body bytes handed to the parser thread at a time
-_MAX_ID = 2**62
+MAX_ID = 2**62
 
-DocumentId = Annotated[int, Path(ge=1, le=_MAX_ID, description="Document id")]
+DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="Document id")]
 
 
 def worker_pool(request: Request) -> WorkerPool:
@@ -181,7 +181,7 @@ async def upload_document(
     and the existing document when the workspace already holds the same content."""
     limit = int(context.settings.server.max_upload_mb * 1024**2)
     incoming = context.workspace.incoming_uploads_dir
-    received = await _receive(request, incoming, limit)
+    received = await receive_upload(request, incoming, limit)
     stored = await run_in_threadpool(_store, context, pool, received)
     if stored.duplicate:
         response.status_code = 200
@@ -191,7 +191,7 @@ async def upload_document(
     return UploadOut(**_document(row).model_dump(), duplicate=stored.duplicate)
 
 
-async def _receive(request: Request, incoming: FsPath, limit: int) -> ReceivedFile:
+async def receive_upload(request: Request, incoming: FsPath, limit: int) -> ReceivedFile:
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit + FORM_OVERHEAD_BYTES:
         if int(declared) <= DRAIN_MAX_BYTES:
@@ -260,7 +260,7 @@ def list_documents(
         Query(alias="type", max_length=16, description="Only this type: pdf, docx, …"),
     ] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0, le=_MAX_ID)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
 ) -> DocumentListOut:
     """The workspace's documents, newest first, with the total count before paging."""
     page = docs.list_documents(
@@ -320,7 +320,7 @@ def reembed(
 def get_job(
     principal: Annotated[Principal, Depends(require("documents:read"))],
     context: WorkspaceDep,
-    job_id: Annotated[int, Path(ge=1, le=_MAX_ID)],
+    job_id: Annotated[int, Path(ge=1, le=MAX_ID)],
 ) -> JobOut:
     """A background job of the workspace (document processing, re-embedding)."""
     return _job(queue.get_job_row(context.catalog.engine, job_id, workspace_id=context.info.id))

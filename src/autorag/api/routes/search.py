@@ -9,6 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
+from autorag.api.routes.dlp import workspace_dlp
+from autorag.dlp.scanner import ScanResult
+from autorag.dlp.service import DlpSession
 from autorag.models import SearchHit
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
@@ -41,6 +44,7 @@ class HitOut(BaseModel):
     paragraph: int
     score: float
     legs: Literal["vector", "fts", "both"]
+    redacted: bool  # DLP replaced something in the snippet with [REDACTED]
 
 
 class DiagnosticOut(BaseModel):
@@ -55,8 +59,9 @@ class SearchOut(BaseModel):
     timingsMs: dict[str, float]
 
 
-def _hit(hit: SearchHit) -> HitOut:
-    text = " ".join(hit.text.split())
+def _hit(hit: SearchHit, scanned: ScanResult) -> HitOut:
+    # Redacted before it is cut: a secret cut in half would no longer be recognised.
+    text = " ".join(scanned.redacted_text.split())
     snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
     return HitOut(
         source=hit.source,
@@ -70,6 +75,7 @@ def _hit(hit: SearchHit) -> HitOut:
         paragraph=hit.paragraph,
         score=hit.score,
         legs=hit.legs,
+        redacted=scanned.has_match,
     )
 
 
@@ -78,6 +84,7 @@ def search(
     principal: Annotated[Principal, Depends(require("search:read"))],
     body: SearchBody,
     context: WorkspaceDep,
+    dlp: Annotated[DlpSession, Depends(workspace_dlp("search"))],
 ) -> SearchOut:
     """Hybrid search with documentTypes and dateFrom/dateTo filters."""
     filters = build_filters(body.document_types, body.date_from, body.date_to)
@@ -86,7 +93,12 @@ def search(
     )
     response = context.searcher.search(request)
     return SearchOut(
-        hits=[_hit(h) for h in response.hits],
+        hits=[
+            _hit(h, scanned)
+            for h, scanned in zip(
+                response.hits, dlp.scan_many([h.text for h in response.hits]), strict=True
+            )
+        ],
         diagnostics=[DiagnosticOut(**vars(d)) for d in response.diagnostics],
         timingsMs=response.timings_ms,
     )
