@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -120,6 +120,27 @@ class DlpSettings(BaseModel):
     bypass_roles: list[str] = Field(default_factory=list)
 
 
+class P2PSettings(BaseModel):
+    """Peer queries over SimpleX (seed 000): the simplex-chat child process and its limits."""
+
+    enabled: bool = False
+    # Seed 000 names it p2p.simplexDbPrefix; default <workspace>/.autorag/p2p/simplex.
+    # A relative path is taken from the workspace folder.
+    simplex_db_prefix: Path | None = Field(
+        default=None, validation_alias=AliasChoices("simplex_db_prefix", "simplexDbPrefix")
+    )
+    simplex_binary: str = "simplex-chat"
+    ws_port: int = Field(default=5225, ge=1, le=65535)  # simplex-chat's WebSocket (127.0.0.1)
+    bot_name: str = Field(default="AutoRAG", min_length=1, max_length=100)
+    start_timeout_s: float = Field(default=30, gt=0)  # until the WebSocket port answers
+    command_timeout_s: float = Field(default=30, gt=0)
+    # Commands that wait for the network (/_address, /_accept, /_connect): >= 60 s.
+    interactive_timeout_s: float = Field(default=90, gt=0)
+    # One chat message is at most 15 602 encoded bytes (the brief's §7); parts are split
+    # well below that so the JSON envelope still fits.
+    max_message_bytes: int = Field(default=12_000, ge=1024, le=15_000)
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AUTORAG_", env_nested_delimiter="__", extra="ignore"
@@ -136,6 +157,7 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings)
     server: ServerSettings = Field(default_factory=ServerSettings)
     dlp: DlpSettings = Field(default_factory=DlpSettings)
+    p2p: P2PSettings = Field(default_factory=P2PSettings)
 
 
 def load_settings(config_file: Path | None, **overrides: Any) -> Settings:

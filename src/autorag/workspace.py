@@ -65,6 +65,21 @@ class Workspace:
         return self.data_dir / "p2p"
 
     @property
+    def simplex_peers_file(self) -> Path:
+        """The trusted peer registry (seed 000), mode 0600."""
+        return self.p2p_dir / "simplex-peers.json"
+
+    @property
+    def simplex_db_prefix(self) -> Path:
+        """simplex-chat's database prefix (``<prefix>_chat.db``); AutoRAG never reads them."""
+        return self.p2p_dir / "simplex"
+
+    @property
+    def simplex_log_file(self) -> Path:
+        """The simplex-chat child's stdout and stderr (it logs every command)."""
+        return self.p2p_dir / "simplex-chat.log"
+
+    @property
     def is_initialized(self) -> bool:
         return self.config_file.is_file() and self.data_dir.is_dir()
 

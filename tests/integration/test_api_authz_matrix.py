@@ -50,8 +50,8 @@ JOB_WAIT_S = 120.0
 PUBLIC = "public"  # anyone, credentials or not
 AUTHENTICATED = "authenticated"  # any valid credentials
 
-_MEMBER = {"documents:read", "documents:write", "search:read", "keys:write"}
-_MANAGER = _MEMBER | {"workspaces:write"}
+_MEMBER = {"documents:read", "documents:write", "search:read", "chat:use", "keys:write"}
+_MANAGER = _MEMBER | {"workspaces:write", "policy:write"}
 _ADMIN = _MANAGER | {"workspaces:admin", "users:admin", "keys:admin", "dlp:admin", "dlp:reveal"}
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
     "member": frozenset(_MEMBER),
@@ -90,6 +90,25 @@ WHO = (
 )
 
 
+@dataclass
+class ChatState:
+    """Chats and what hangs on them, made through the API as the cells need them."""
+
+    mine: dict[tuple[str, str], int] = field(default_factory=dict)  # (who, workspace): chat
+    owned: dict[tuple[str, str], set[int]] = field(default_factory=dict)  # (user, ws): chats
+    files: dict[int, set[int]] = field(default_factory=dict)  # chat: its attachments
+    kept_file: dict[str, int] = field(default_factory=dict)  # the admin's chat's attachment
+
+    def forget(self, workspace: str) -> None:
+        """The workspace was deleted: its chats went with it."""
+        gone = {c for (_, w), c in self.mine.items() if w == workspace}
+        gone |= {c for (_, w), chats in self.owned.items() if w == workspace for c in chats}
+        self.mine = {k: c for k, c in self.mine.items() if k[1] != workspace}
+        self.owned = {k: c for k, c in self.owned.items() if k[1] != workspace}
+        self.files = {c: f for c, f in self.files.items() if c not in gone}
+        self.kept_file.pop(workspace, None)
+
+
 # -- the world the matrix runs in ---------------------------------------------------------
 @dataclass
 class World:
@@ -101,6 +120,7 @@ class World:
     jobs: dict[str, int] = field(default_factory=dict)  # the job that processed it
     ids: dict[str, set[int]] = field(default_factory=dict)  # every document it holds
     dlp: dict[str, Any] = field(default_factory=dict)  # DLP objects the cells act on
+    chats: ChatState = field(default_factory=ChatState)  # chats the cells act on
     _counter: Iterator[int] = field(default_factory=itertools.count)
 
     @property
@@ -430,6 +450,7 @@ def _deleted_workspace_check(cell: Cell, response: httpx.Response) -> None:
         response = world.call("POST", "/api/workspaces", world.admin, json={"name": workspace})
         assert response.status_code == 201, response.text
         world.ids[workspace] = set()
+        world.chats.forget(workspace)
         world.seed(workspace)
 
 
@@ -607,6 +628,436 @@ def _reveal_check(cell: Cell, response: httpx.Response) -> None:
 def _no_original(cell: Cell, response: httpx.Response) -> None:
     """A refused reveal shows nothing of the original."""
     assert "a.b@example.com" not in response.text or cell.succeeds
+
+
+# -- source policy: rules per workspace --------------------------------------------------
+def _policy_globs(world: World, workspace: str) -> set[str]:
+    response = world.call("GET", f"/api/workspaces/{workspace}/policy", world.admin)
+    assert response.status_code == 200, response.text
+    return {r["glob"] for r in response.json()["rules"]}
+
+
+def _policy_list_check(cell: Cell, response: httpx.Response) -> None:
+    """Only this workspace's rules: every matrix glob names the workspace it was made in."""
+    for rule in response.json()["rules"]:
+        if rule["glob"].startswith("/matrix/"):
+            assert rule["glob"].split("/")[2] == cell.workspace, rule
+
+
+def _new_rule(cell: Cell) -> Params:
+    glob = f"/matrix/{cell.workspace}/{cell.world.fresh('r')}/**"
+    return {}, {"json": {"glob": glob, "level": "share"}}
+
+
+def _new_rule_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    created = json.loads(response.request.content)["glob"]
+    assert (created in _policy_globs(cell.world, cell.workspace)) is cell.succeeds
+
+
+def _doomed_rule(cell: Cell) -> Params:
+    """A fresh rule for one who may delete it; the workspace's shared rule otherwise."""
+    world, workspace = cell.world, cell.workspace
+    name = world.fresh("doomed") if cell.succeeds else "shared"
+    glob = f"/matrix/{workspace}/{name}/**"
+    body = {"glob": glob, "level": "private"}
+    response = world.call("PUT", f"/api/workspaces/{workspace}/policy", world.admin, json=body)
+    assert response.status_code == 200, response.text
+    return {}, {"params": {"glob": glob}}
+
+
+def _doomed_rule_check(cell: Cell, response: httpx.Response) -> None:
+    """A refused delete leaves the shared rule; an allowed one removes the fresh rule."""
+    assert cell.workspace is not None
+    glob = response.request.url.params["glob"]
+    assert (glob in _policy_globs(cell.world, cell.workspace)) is not cell.succeeds
+
+
+def _explain(cell: Cell) -> Params:
+    return {}, {"json": {"source": "/matrix//explained.md"}}
+
+
+def _explain_check(cell: Cell, response: httpx.Response) -> None:
+    explanation = response.json()
+    assert explanation["canonical"] == "/matrix/explained.md"
+    assert (explanation["level"], explanation["decidedBy"]) == ("private", "default")
+
+
+# -- chat: chats are private to their user, inside one workspace ----------------------
+QUESTION = "What nests here?"
+
+
+def _answer(world: World, who: Who, workspace: str) -> int:
+    """A new chat of the caller in the workspace: one answer of the extractive model."""
+    response = world.call(
+        "POST",
+        f"/api/workspaces/{workspace}/chat",
+        world.credentials[who.name],
+        json={"message": QUESTION},
+    )
+    assert response.status_code == 200, response.text
+    chat_id: int = response.json()["chatId"]
+    _owns(world, who, workspace, chat_id)
+    return chat_id
+
+
+def _owns(world: World, who: Who, workspace: str, chat_id: int) -> None:
+    assert who.username is not None
+    world.chats.owned.setdefault((who.username, workspace), set()).add(chat_id)
+
+
+def _chat_of(world: World, who: Who, workspace: str) -> int:
+    """The chat this caller made in the workspace (made once, on first need)."""
+    key = (who.name, workspace)
+    if key not in world.chats.mine:
+        world.chats.mine[key] = _answer(world, who, workspace)
+    return world.chats.mine[key]
+
+
+def _kept_chat(world: World, workspace: str) -> int:
+    """The admin's chat in the workspace: what refused cells aim at; it must stay."""
+    return _chat_of(world, next(w for w in WHO if w.name == "admin"), workspace)
+
+
+def _target_chat(cell: Cell) -> int:
+    """``own``: the caller's chat here, or the admin's when the caller may not chat here;
+    ``guessed``: another user's chat here, or, for the admin, its chat of the other one."""
+    world, workspace = cell.world, cell.workspace
+    assert workspace is not None
+    if cell.succeeds:
+        return _chat_of(world, cell.who, workspace)
+    return _kept_chat(world, _kept_chat_workspace(cell))
+
+
+def _kept_chat_workspace(cell: Cell) -> str:
+    assert cell.workspace is not None
+    if cell.target == "guessed" and cell.who.username == "root":
+        return OTHER[cell.workspace]
+    return cell.workspace
+
+
+def _chat_path(cell: Cell) -> Params:
+    return {"chatId": _target_chat(cell)}, {}
+
+
+def _question(cell: Cell) -> Params:
+    return {}, {"json": {"message": QUESTION}}
+
+
+def _sources_check(cell: Cell, sources: list[dict[str, Any]]) -> None:
+    """Cited from this workspace's documents, and nothing from the other's."""
+    assert cell.workspace is not None
+    assert sources
+    assert {s["documentId"] for s in sources} <= cell.world.ids[cell.workspace]
+
+
+def _answer_check(cell: Cell, response: httpx.Response) -> None:
+    answer = response.json()
+    assert answer["answer"].strip()
+    assert answer["providerUsed"] == "extractive"
+    _sources_check(cell, answer["sources"])
+    assert cell.workspace is not None
+    _owns(cell.world, cell.who, cell.workspace, answer["chatId"])
+
+
+def _events(response: httpx.Response) -> list[tuple[str, Any]]:
+    events = []
+    for block in response.text.split("\n\n"):
+        lines = dict(line.partition(": ")[::2] for line in block.splitlines())
+        if "event" in lines:
+            events.append((lines["event"], json.loads(lines["data"])))
+    return events
+
+
+def _stream_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = dict(_events(response))
+    assert "error" not in events, events["error"]
+    assert events["done"]["providerUsed"] == "extractive"
+    _sources_check(cell, events["citations"]["sources"])
+    assert cell.workspace is not None
+    _owns(cell.world, cell.who, cell.workspace, events["done"]["chatId"])
+
+
+def _my_chats(cell: Cell) -> Params:
+    if cell.succeeds:  # the caller has a chat here
+        assert cell.workspace is not None
+        _chat_of(cell.world, cell.who, cell.workspace)
+    return {}, {}
+
+
+def _chats_check(cell: Cell, response: httpx.Response) -> None:
+    """The caller's chats here, and no one else's."""
+    assert cell.workspace is not None and cell.who.username is not None
+    ids = {c["id"] for c in response.json()}
+    assert _chat_of(cell.world, cell.who, cell.workspace) in ids
+    assert ids <= cell.world.chats.owned[(cell.who.username, cell.workspace)]
+
+
+def _chat_check(cell: Cell, response: httpx.Response) -> None:
+    chat = response.json()
+    assert chat["id"] == int(response.request.url.path.rsplit("/", 1)[1])
+    roles = [m["role"] for m in chat["messageList"]]
+    assert roles[:2] == ["user", "assistant"]
+
+
+def _chat_model(cell: Cell) -> Params:
+    return {"chatId": _target_chat(cell)}, {"json": {"model": "extractive"}}
+
+
+def _chat_model_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["model"] == "extractive"
+
+
+def _chat_title(cell: Cell) -> Params:
+    return {"chatId": _target_chat(cell)}, {"json": {"title": "x"}}
+
+
+def _chat_title_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["title"] == "x"
+
+
+def _chat_exists(world: World, workspace: str, chat_id: int) -> bool:
+    return world.exists(f"/api/workspaces/{workspace}/chats/{chat_id}")
+
+
+def _doomed_chat(cell: Cell) -> Params:
+    """A fresh chat of the caller for one who may delete it; the targets otherwise."""
+    for workspace in (A, B):  # made before: a deleted chat's id may be given again
+        _kept_chat(cell.world, workspace)
+    if not cell.succeeds:
+        return _chat_path(cell)
+    assert cell.workspace is not None
+    return {"chatId": _answer(cell.world, cell.who, cell.workspace)}, {}
+
+
+def _doomed_chat_check(cell: Cell, response: httpx.Response) -> None:
+    world = cell.world
+    for workspace in (A, B):  # the admin's chats stay
+        assert _chat_exists(world, workspace, _kept_chat(world, workspace))
+    if cell.succeeds:
+        assert cell.workspace is not None
+        chat_id = int(response.request.url.path.rsplit("/", 1)[1])
+        world.chats.files.pop(chat_id, None)
+        owned = world.chats.owned[(cell.who.username or "", cell.workspace)]
+        owned.discard(chat_id)
+        chats = world.call("GET", f"/api/workspaces/{cell.workspace}/chats", cell.credential)
+        assert chat_id not in {c["id"] for c in chats.json()}
+
+
+def _attachment_file(world: World) -> dict[str, Any]:
+    text = f"Attached notes {world.fresh('a')}: the {SHARED_WORD} sleeps in a cloud forest.\n"
+    return {"file": ("attached.txt", text.encode())}
+
+
+def _attach(world: World, credential: str | None, workspace: str, chat_id: int) -> int:
+    path = f"/api/workspaces/{workspace}/chats/{chat_id}/attachments"
+    response = world.call("POST", path, credential, files=_attachment_file(world))
+    assert response.status_code == 201, response.text
+    attachment_id: int = response.json()["id"]
+    world.chats.files.setdefault(chat_id, set()).add(attachment_id)
+    return attachment_id
+
+
+def _kept_attachment(world: World, workspace: str) -> tuple[int, int]:
+    """The admin's chat in the workspace and a file attached to it, which must stay."""
+    chat_id = _kept_chat(world, workspace)
+    if workspace not in world.chats.kept_file:
+        world.chats.kept_file[workspace] = _attach(world, world.admin, workspace, chat_id)
+    return chat_id, world.chats.kept_file[workspace]
+
+
+def _new_attachment(cell: Cell) -> Params:
+    return {"chatId": _target_chat(cell)}, {"files": _attachment_file(cell.world)}
+
+
+def _new_attachment_check(cell: Cell, response: httpx.Response) -> None:
+    attachment = response.json()
+    assert (attachment["name"], attachment["type"]) == ("attached.txt", "txt")
+    assert attachment["chunks"] >= 1
+    chat_id = int(response.request.url.path.split("/")[-2])
+    cell.world.chats.files.setdefault(chat_id, set()).add(attachment["id"])
+
+
+def _attachments_check(cell: Cell, response: httpx.Response) -> None:
+    chat_id = int(response.request.url.path.split("/")[-2])
+    assert {a["id"] for a in response.json()} == cell.world.chats.files.get(chat_id, set())
+
+
+def _doomed_attachment(cell: Cell) -> Params:
+    """A file the caller attaches to its own chat for one who may delete it; the admin's
+    chat's file otherwise (the one of the chat the cell targets)."""
+    world, workspace = cell.world, cell.workspace
+    assert workspace is not None
+    for kept in (A, B):  # made before: a deleted file's id may be given again
+        _kept_attachment(world, kept)
+    if cell.succeeds:
+        chat_id = _target_chat(cell)
+        attachment_id = _attach(world, cell.credential, workspace, chat_id)
+    else:
+        chat_id, attachment_id = _kept_attachment(world, _kept_chat_workspace(cell))
+    return {"chatId": chat_id, "attachmentId": attachment_id}, {}
+
+
+def _doomed_attachment_check(cell: Cell, response: httpx.Response) -> None:
+    world = cell.world
+    for workspace in (A, B):  # the admin's chats' files stay
+        chat_id, attachment_id = _kept_attachment(world, workspace)
+        path = f"/api/workspaces/{workspace}/chats/{chat_id}/attachments"
+        listed = world.call("GET", path, world.admin)
+        assert attachment_id in {a["id"] for a in listed.json()}
+    if cell.succeeds:
+        *_, chat, _, attachment = response.request.url.path.split("/")
+        world.chats.files[int(chat)].discard(int(attachment))
+        path = response.request.url.path.rsplit("/", 1)[0]
+        listed = world.call("GET", path, cell.credential)
+        assert int(attachment) not in {a["id"] for a in listed.json()}
+
+
+def _usage_check(cell: Cell, response: httpx.Response) -> None:
+    assert isinstance(response.json(), list)
+
+
+# -- the agent: its configuration, skills and memory, per workspace --------------------
+def _agent_check(cell: Cell, response: httpx.Response) -> None:
+    config = response.json()
+    assert config["citationRequired"] is True
+    assert "rag_search" in config["enabledSkills"]
+
+
+def _agent_patch(cell: Cell) -> Params:
+    return {}, {"json": {"citationRequired": True}}  # already so: nothing changes
+
+
+def _skills_check(cell: Cell, response: httpx.Response) -> None:
+    skills = {s["name"]: s["enabled"] for s in response.json()}
+    assert {"rag_search", "workspace_memory", "document_temp_process"} <= skills.keys()
+    assert skills["rag_search"]
+
+
+def _memory_keys(world: World, workspace: str) -> set[str]:
+    response = world.call("GET", f"/api/workspaces/{workspace}/memory", world.admin)
+    assert response.status_code == 200, response.text
+    return {m["key"] for m in response.json()}
+
+
+def _remember(world: World, workspace: str, key: str) -> None:
+    path = f"/api/workspaces/{workspace}/memory/{key}"
+    response = world.call("PUT", path, world.admin, json={"value": f"set in {workspace}"})
+    assert response.status_code == 200, response.text
+
+
+def _kept_memory(cell: Cell) -> Params:
+    """Each workspace remembers a key of its own, named after it."""
+    for workspace in (A, B):
+        _remember(cell.world, workspace, f"kept-{workspace}")
+    return {}, {}
+
+
+def _memory_check(cell: Cell, response: httpx.Response) -> None:
+    """This workspace's memory, and nothing of the other's."""
+    keys = {m["key"] for m in response.json()}
+    assert f"kept-{cell.workspace}" in keys
+    assert f"kept-{OTHER[cell.workspace or '']}" not in keys
+
+
+def _new_memory(cell: Cell) -> Params:
+    body = {"value": "the quetzal prefers avocados"}
+    return {"key": cell.world.fresh("put-")}, {"json": body}
+
+
+def _new_memory_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    key = response.request.url.path.rsplit("/", 1)[1]
+    assert (key in _memory_keys(cell.world, cell.workspace)) is cell.succeeds
+
+
+def _doomed_memory(cell: Cell) -> Params:
+    """``own``: a fresh key for one who may delete it, this workspace's kept key
+    otherwise; ``guessed``: the other workspace's kept key, which this one has not."""
+    world, workspace = cell.world, cell.workspace
+    assert workspace is not None
+    _kept_memory(cell)
+    if cell.target == "guessed":
+        return {"key": f"kept-{OTHER[workspace]}"}, {}
+    if not cell.succeeds:
+        return {"key": f"kept-{workspace}"}, {}
+    key = world.fresh("doomed-")
+    _remember(world, workspace, key)
+    return {"key": key}, {}
+
+
+def _doomed_memory_check(cell: Cell, response: httpx.Response) -> None:
+    for workspace in (A, B):  # the kept keys stay
+        assert f"kept-{workspace}" in _memory_keys(cell.world, workspace)
+    if cell.succeeds:
+        assert cell.workspace is not None
+        key = response.request.url.path.rsplit("/", 1)[1]
+        assert key not in _memory_keys(cell.world, cell.workspace)
+
+
+# -- the user's own instructions, and models ---------------------------------------------
+def _instructions(cell: Cell) -> Params:
+    return {}, {"json": {"instructions": "Answer plainly."}}
+
+
+def _instructions_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["instructions"] == "Answer plainly."
+
+
+def _instructions_read_check(cell: Cell, response: httpx.Response) -> None:
+    assert isinstance(response.json()["instructions"], str)
+
+
+def _global_default(world: World) -> str | None:
+    response = world.call("GET", "/api/models", world.admin)
+    assert response.status_code == 200, response.text
+    default: str | None = response.json()["defaults"]["globalDefault"]
+    return default
+
+
+def _models_check(cell: Cell, response: httpx.Response) -> None:
+    models = response.json()
+    assert "extractive" in {p["name"] for p in models["providers"]}
+    assert "extractive" in {m["provider"] for m in models["models"]}
+
+
+def _flip_default(cell: Cell) -> Params:
+    """A change every cell makes: the default set when unset, unset when set."""
+    model = "extractive" if _global_default(cell.world) is None else None
+    return {}, {"json": {"model": model}}
+
+
+def _flip_default_check(cell: Cell, response: httpx.Response) -> None:
+    sent = json.loads(response.request.content)["model"]
+    assert (_global_default(cell.world) == sent) is cell.succeeds
+
+
+# -- the OpenAI-compatible API: a workspace is a model --------------------------------
+def _v1_models_check(cell: Cell, response: httpx.Response) -> None:
+    """One model per workspace the caller may chat in."""
+    ids = {m["id"] for m in response.json()["data"]}
+    if cell.who.scope is None:
+        listed = cell.world.call("GET", "/api/workspaces", cell.world.admin).json()
+        assert ids == {w["name"] for w in listed["workspaces"]}
+    else:
+        assert ids == cell.who.scope
+
+
+def _completion(cell: Cell) -> Params:
+    body = {"model": cell.workspace, "messages": [{"role": "user", "content": QUESTION}]}
+    return {}, {"json": body}
+
+
+def _completion_check(cell: Cell, response: httpx.Response) -> None:
+    completion = response.json()
+    assert (completion["object"], completion["model"]) == ("chat.completion", cell.workspace)
+    (choice,) = completion["choices"]
+    assert choice["message"]["role"] == "assistant"
+    assert choice["message"]["content"].strip()
+    assert choice["finish_reason"] == "stop"
+    assert completion["usage"]["total_tokens"] >= 0
+    _sources_check(cell, completion["citations"])
 
 
 WS = "/api/workspaces/{workspace}"
@@ -826,6 +1277,197 @@ ENDPOINTS = [
         send=_revealable,
         check=_reveal_check,
         after=_no_original,
+    ),
+    # Source policy.
+    Endpoint(
+        "GET", WS + "/policy", "documents:read", 200, workspace="path", check=_policy_list_check
+    ),
+    Endpoint(
+        "PUT",
+        WS + "/policy",
+        "policy:write",
+        200,
+        workspace="path",
+        send=_new_rule,
+        after=_new_rule_check,
+    ),
+    Endpoint(
+        "DELETE",
+        WS + "/policy",
+        "policy:write",
+        204,
+        workspace="path",
+        send=_doomed_rule,
+        after=_doomed_rule_check,
+    ),
+    Endpoint(
+        "POST",
+        WS + "/policy/explain",
+        "documents:read",
+        200,
+        workspace="path",
+        send=_explain,
+        check=_explain_check,
+    ),
+    # Chat: answers, and each user's own chats.
+    Endpoint(
+        "POST",
+        WS + "/chat/stream",
+        "chat:use",
+        200,
+        workspace="path",
+        send=_question,
+        check=_stream_check,
+    ),
+    Endpoint(
+        "POST", WS + "/chat", "chat:use", 200, workspace="path", send=_question, check=_answer_check
+    ),
+    Endpoint(
+        "GET", WS + "/chats", "chat:use", 200, workspace="path", send=_my_chats, check=_chats_check
+    ),
+    Endpoint(
+        "GET",
+        WS + "/chats/{chatId}",
+        "chat:use",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_chat_path,
+        check=_chat_check,
+    ),
+    Endpoint(
+        "PATCH",
+        WS + "/chats/{chatId}/model",
+        "chat:use",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_chat_model,
+        check=_chat_model_check,
+    ),
+    Endpoint(
+        "PATCH",
+        WS + "/chats/{chatId}",
+        "chat:use",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_chat_title,
+        check=_chat_title_check,
+    ),
+    Endpoint(
+        "DELETE",
+        WS + "/chats/{chatId}",
+        "chat:use",
+        204,
+        workspace="path",
+        takes_id=True,
+        send=_doomed_chat,
+        after=_doomed_chat_check,
+    ),
+    Endpoint(
+        "POST",
+        WS + "/chats/{chatId}/attachments",
+        "chat:use",
+        201,
+        workspace="path",
+        takes_id=True,
+        send=_new_attachment,
+        check=_new_attachment_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/chats/{chatId}/attachments",
+        "chat:use",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_chat_path,
+        check=_attachments_check,
+    ),
+    Endpoint(
+        "DELETE",
+        WS + "/chats/{chatId}/attachments/{attachmentId}",
+        "chat:use",
+        204,
+        workspace="path",
+        takes_id=True,
+        send=_doomed_attachment,
+        after=_doomed_attachment_check,
+    ),
+    Endpoint("GET", WS + "/usage", "documents:read", 200, workspace="path", check=_usage_check),
+    # The agent.
+    Endpoint("GET", WS + "/agent", "documents:read", 200, workspace="path", check=_agent_check),
+    Endpoint(
+        "PATCH",
+        WS + "/agent",
+        "workspaces:write",
+        200,
+        workspace="path",
+        send=_agent_patch,
+        check=_agent_check,
+    ),
+    Endpoint("GET", WS + "/skills", "chat:use", 200, workspace="path", check=_skills_check),
+    Endpoint(
+        "GET",
+        WS + "/memory",
+        "chat:use",
+        200,
+        workspace="path",
+        send=_kept_memory,
+        check=_memory_check,
+    ),
+    Endpoint(
+        "PUT",
+        WS + "/memory/{key}",
+        "workspaces:write",
+        200,
+        workspace="path",
+        send=_new_memory,
+        after=_new_memory_check,
+    ),
+    Endpoint(
+        "DELETE",
+        WS + "/memory/{key}",
+        "workspaces:write",
+        204,
+        workspace="path",
+        takes_id=True,
+        send=_doomed_memory,
+        after=_doomed_memory_check,
+    ),
+    # The user's own instructions, and models.
+    Endpoint(
+        "GET", "/api/auth/me/instructions", AUTHENTICATED, 200, check=_instructions_read_check
+    ),
+    Endpoint(
+        "PUT",
+        "/api/auth/me/instructions",
+        AUTHENTICATED,
+        200,
+        send=_instructions,
+        check=_instructions_check,
+    ),
+    Endpoint("GET", "/api/models", "chat:use", 200, check=_models_check),
+    Endpoint(
+        "PUT",
+        "/api/models/default",
+        "workspaces:admin",
+        200,
+        unconfined=True,  # the installation's default, not one workspace's
+        send=_flip_default,
+        after=_flip_default_check,
+    ),
+    # The OpenAI-compatible API: the workspace is the model named in the body.
+    Endpoint("GET", "/v1/models", AUTHENTICATED, 200, check=_v1_models_check),
+    Endpoint(
+        "POST",
+        "/v1/chat/completions",
+        "chat:use",
+        200,
+        workspace="body",
+        send=_completion,
+        check=_completion_check,
     ),
 ]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from tests.doubles.openai_server import ScriptedOpenAI
-from tests.doubles.script import Hang, Text, Tool
+from tests.doubles.script import Text, Tool
 from tests.samples import write_corpus
 
 from autorag.agent.events import AgentEvent, CitationsEvent, PlanEvent, StatusEvent, TokenEvent

@@ -172,11 +172,11 @@ def test_dlp_disabled_scans_nothing_and_audits_nothing(catalog: Catalog) -> None
 
 
 def test_a_stream_is_audited_when_it_ends(catalog: Catalog, service: DlpService) -> None:
-    stream = service.session(DlpContext(channel="chat_output")).stream()
-    shown = stream.feed(f"write to {SECRET}") + stream.feed(" now") + stream.flush()
-    assert shown == f"write to {REDACTED} now" and stream.redacted
+    stream = service.session(DlpContext(channel="chat")).stream(channel="chat_output")
+    shown = stream.feed(f"write to {SECRET}") + stream.feed(f" now {SECRET} ") + stream.flush()
+    assert shown == f"write to {REDACTED} now {REDACTED} " and stream.redacted
     (event,) = _events(catalog)
-    assert event.details["types"] == ["email"]
+    assert event.details == {"channel": "chat_output", "types": ["email"], "count": 2}
 
 
 def test_originals_are_revealed_with_an_audit_event(catalog: Catalog, service: DlpService) -> None:

@@ -23,6 +23,7 @@ from autorag.api.routes import (
     health,
     models,
     openai_compat,
+    policy,
     search,
     workspaces,
 )
@@ -76,6 +77,7 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(workspaces.router)
     app.include_router(documents.router)
     app.include_router(dlp.router)
+    app.include_router(policy.router)
     app.include_router(chat.router)
     app.include_router(models.router)
     app.include_router(agent.router)

@@ -19,7 +19,8 @@ _MEMBER = frozenset(
         "keys:write",  # manage one's own API keys
     }
 )
-_MANAGER = _MEMBER | {"workspaces:write", "archive:write"}
+# policy:write changes which sources peers may get (autorag.sources.policy).
+_MANAGER = _MEMBER | {"workspaces:write", "archive:write", "policy:write"}
 _ADMIN = _MANAGER | {"users:admin", "workspaces:admin", "keys:admin", "dlp:admin", "dlp:reveal"}
 
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from autorag.agent.budget import ConcurrencyLimiter
 from autorag.agent.config import AgentConfig
@@ -17,8 +17,10 @@ from autorag.agent.orchestrator import AgentRequest, AgentResult, Orchestrator
 from autorag.agent.skills import builtin_skills
 from autorag.agent.skills.base import Skill
 from autorag.chat import store
+from autorag.chat.redaction import RedactingEmitter
 from autorag.config import Settings
 from autorag.context import AppContext
+from autorag.dlp.service import DlpSession
 from autorag.errors import InvalidInput
 from autorag.ingest.workspaces import read_settings
 from autorag.llm.base import ChatMessage, LLMProvider
@@ -61,9 +63,10 @@ class ChatTurn:
 
 @dataclass(frozen=True)
 class ChatOutcome:
-    result: AgentResult
+    result: AgentResult  # as sent: redacted where DLP applies
     chat_id: int | None
     message_id: int | None
+    dlp_warning: bool = False  # something in the question or the answer was redacted
 
 
 class ChatService:
@@ -93,10 +96,20 @@ class ChatService:
         """Answer ``turn`` in ``app``'s workspace; events go to ``emit`` as they happen."""
         return self.prepare(app, turn, user=user).run(emit, cancel)
 
-    def prepare(self, app: AppContext, turn: ChatTurn, *, user: ChatUser) -> PreparedAnswer:
+    def prepare(
+        self,
+        app: AppContext,
+        turn: ChatTurn,
+        *,
+        user: ChatUser,
+        dlp: DlpSession | None = None,
+    ) -> PreparedAnswer:
         """Everything that can refuse the question, done before any answer streams: the
-        question checked, a concurrency slot taken, the chat found, the model chosen."""
-        question = _checked(turn.question)
+        question checked (and redacted with ``dlp``), a concurrency slot taken, the chat
+        found, the model chosen."""
+        original = _checked(turn.question)
+        scanned = dlp.scan(original, channel="chat_input") if dlp else None
+        question = scanned.redacted_text if scanned else original
         release = self.limiter.acquire(user.key)
         try:
             config = read_settings(app.catalog, app.info).agent
@@ -112,7 +125,7 @@ class ChatService:
             )
             request = AgentRequest(
                 question,
-                self._history(app, turn, chat),
+                _redacted_history(self._history(app, turn, chat), dlp),
                 turn.filters,
                 chat.id if chat else None,
                 user.id,
@@ -122,7 +135,8 @@ class ChatService:
         except BaseException:
             release()
             raise
-        return PreparedAnswer(app, orchestrator, request, chat, turn.store, release)
+        inbound = Inbound(original, scanned.types if scanned else [])
+        return PreparedAnswer(app, orchestrator, request, chat, turn.store, release, dlp, inbound)
 
     def resolve(self, app: AppContext, config: AgentConfig, choice: str | None) -> Resolution:
         """The model for an answer: per-chat → workspace → global → environment."""
@@ -169,6 +183,8 @@ class PreparedAnswer:
     chat: store.ChatInfo | None
     keep: bool
     release: Callable[[], None]
+    dlp: DlpSession | None = None
+    inbound: Inbound | None = None
 
     @property
     def chat_id(self) -> int | None:
@@ -176,23 +192,55 @@ class PreparedAnswer:
 
     def run(self, emit: Emit, cancel: threading.Event | None = None) -> ChatOutcome:
         engine, chat = self.app.catalog.engine, self.chat
+        redactor = RedactingEmitter(emit, self.dlp) if self.dlp else None
         failed = True
         try:
             chosen = self.orchestrator
             if chosen.requested:  # the chosen model is down: say so before answering
                 emit(StatusEvent(f"{chosen.fallback_reason}; answering with {chosen.target.ref}"))
             if chat and self.keep:
-                store.add_user_message(engine, chat.id, self.request.question)
-            result = self.orchestrator.run(self.request, emit, cancel)
+                asked = store.add_user_message(engine, chat.id, self.request.question)
+                self._record(self.inbound.text if self.inbound else "", self.request.question,
+                             self.inbound.types if self.inbound else [], asked)  # fmt: skip
+            result = self.orchestrator.run(self.request, redactor or emit, cancel)
             failed = False
         finally:
             # Every exit path counts its tokens, errors included.
             store.record_usage(engine, self.app.info.id, self.orchestrator.usage, failed=failed)
             self.release()
+        raw = result.text
+        if redactor is not None:
+            redactor.flush()
+            result.text = redactor.text
+            result.citations = redactor.citations or []
         message_id = None
         if chat and self.keep:
             message_id = store.add_assistant_message(engine, chat.id, _stored(result))
-        return ChatOutcome(result, self.chat_id, message_id)
+            if redactor is not None:
+                self._record(raw, result.text, redactor.types, message_id)
+        warning = bool(self.inbound and self.inbound.types) or bool(redactor and redactor.redacted)
+        return ChatOutcome(result, self.chat_id, message_id, warning)
+
+    def _record(self, original: str, sent: str, types: list[str], message_id: int) -> None:
+        """Keep a redacted message's original for an admin's reveal."""
+        if self.dlp is not None:
+            self.dlp.record(original, sent, types, ref=f"message:{message_id}")
+
+
+@dataclass(frozen=True)
+class Inbound:
+    """The question as asked, before redaction, and what was found in it."""
+
+    text: str
+    types: list[str]
+
+
+def _redacted_history(history: list[ChatMessage], dlp: DlpSession | None) -> list[ChatMessage]:
+    """Earlier turns a client sent (OpenAI clients send the whole conversation)."""
+    if dlp is None or not history:
+        return history
+    scanned = dlp.scan_many([m.content for m in history], channel="chat_input")
+    return [replace(m, content=r.redacted_text) for m, r in zip(history, scanned, strict=True)]
 
 
 def build_router(app: AppContext) -> ModelRouter:

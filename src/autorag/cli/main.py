@@ -10,7 +10,21 @@ from typing import Annotated
 import typer
 
 from autorag import __version__
-from autorag.cli import chat, dlp, docs, evaluate, index, keys, search, serve, users, workspaces
+from autorag.cli import (
+    chat,
+    datasources,
+    dlp,
+    docs,
+    evaluate,
+    index,
+    keys,
+    p2p,
+    policy,
+    search,
+    serve,
+    users,
+    workspaces,
+)
 from autorag.cli._common import CliState, err_console
 from autorag.errors import AutoragError, Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 
@@ -68,6 +82,9 @@ app.add_typer(users.app, name="users")
 app.add_typer(keys.app, name="keys")
 app.add_typer(workspaces.app, name="workspaces")
 app.add_typer(dlp.app, name="dlp")
+app.add_typer(datasources.app, name="import")
+app.add_typer(policy.app, name="policy")
+app.add_typer(p2p.app, name="p2p")
 
 
 def run() -> None:

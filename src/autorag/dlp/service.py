@@ -13,8 +13,8 @@ How a feature calls it, one ``DlpSession`` per request::
     session = service.session(DlpContext(source=source_from_widget(widget_id),
                                          channel="chat", user_id=user.id,
                                          role=user.role, workspace_id=workspace.id))
-    question = session.scan(text)          # chat input: send question.redacted_text on
-    stream = session.stream()              # chat output: for each model token
+    question = session.scan(text, channel="chat_input")   # send question.redacted_text on
+    stream = session.stream(channel="chat_output")        # then, for each model token:
     visible = stream.feed(token)           #   emit what comes back (maybe "")
     visible += stream.flush()              # at the end
     dlp_warning = question.has_match or stream.redacted     # SSE ``done``
@@ -341,26 +341,29 @@ class DlpSession:
     def active(self) -> bool:
         return self.enabled and not self.bypassed
 
-    def scan(self, text: str) -> ScanResult:
-        return self.scan_many([text])[0]
+    def scan(self, text: str, *, channel: str | None = None) -> ScanResult:
+        return self.scan_many([text], channel=channel)[0]
 
-    def scan_many(self, texts: Sequence[str]) -> list[ScanResult]:
-        """Each text redacted when DLP applies; one ``dlp.redacted`` event for them all."""
+    def scan_many(self, texts: Sequence[str], *, channel: str | None = None) -> list[ScanResult]:
+        """Each text redacted when DLP applies; one ``dlp.redacted`` event for them all.
+
+        ``channel`` names what the texts are in the audit trail (the context's if None).
+        """
         if not texts or not self._applies():
             return [ScanResult((), text) for text in texts]
         patterns = self.service.active_patterns()
         results = [scan_content(text, patterns=patterns) for text in texts]
         found = [m.type for r in results for m in r.matches]
         if found:
-            self._redacted(found)
+            self._redacted(found, channel)
         return results
 
-    def stream(self) -> TokenRedactor:
+    def stream(self, *, channel: str | None = None) -> TokenRedactor:
         """A redactor for a streamed answer (the built-ins); audited when it flushes."""
         if not self._applies():
             return PassThrough()
         redactor = StreamingRedactor(self.service.streaming_patterns())
-        return _AuditedStream(redactor, self._redacted)
+        return _AuditedStream(redactor, lambda found: self._redacted(found, channel))
 
     def record(
         self, original: str, redacted: str, types: Sequence[str], *, ref: str | None = None
@@ -378,10 +381,10 @@ class DlpSession:
             )
         return self.active
 
-    def _redacted(self, types: Iterable[str]) -> None:
-        found = list(types)
+    def _redacted(self, found: Sequence[str], channel: str | None) -> None:
+        """Audit redactions; ``found`` has a pattern name per match."""
         details = {
-            "channel": self.context.channel,
+            "channel": channel or self.context.channel,
             "types": sorted(set(found)),
             "count": len(found),
         }
@@ -405,7 +408,7 @@ class DlpSession:
 class _AuditedStream:
     """A streaming redactor that reports what it redacted when the stream ends."""
 
-    def __init__(self, inner: StreamingRedactor, report: Callable[[Iterable[str]], None]) -> None:
+    def __init__(self, inner: StreamingRedactor, report: Callable[[Sequence[str]], None]) -> None:
         self._inner = inner
         self._report = report
 
@@ -423,7 +426,7 @@ class _AuditedStream:
     def flush(self) -> str:
         text = self._inner.flush()
         if self._inner.redacted:
-            self._report(self._inner.types)
+            self._report(self._inner.found)
         return text
 
 

@@ -58,17 +58,22 @@ class StreamingRedactor:
         self._pending = ""  # received, not yet emitted
         self._pending_at = 0  # offset of ``_pending`` in the whole text
         self._context = ""  # the last character emitted: what ``\b`` sees before _pending
-        self._types: set[str] = set()
+        self._found: list[str] = []  # a pattern name per redacted match
 
     @property
     def redacted(self) -> bool:
         """Whether anything emitted so far was redacted."""
-        return bool(self._types)
+        return bool(self._found)
 
     @property
     def types(self) -> list[str]:
-        """The kinds of secrets redacted so far, sorted."""
-        return sorted(self._types)
+        """The kinds of secrets redacted so far, each once, sorted."""
+        return sorted(set(self._found))
+
+    @property
+    def found(self) -> list[str]:
+        """The pattern name of every match redacted so far."""
+        return list(self._found)
 
     def feed(self, token: str) -> str:
         """Take the next token; answer the text now safe to emit (maybe empty)."""
@@ -92,7 +97,7 @@ class StreamingRedactor:
         if cut <= 0:
             return ""
         matches = secrets_in(c for c in candidates if c.end <= cut)
-        self._types.update(m.type for m in matches)
+        self._found += [m.type for m in matches]
         emitted = redact(self._pending[:cut], matches)
         self._context = self._pending[cut - 1]
         self._pending = self._pending[cut:]

@@ -91,9 +91,13 @@ def patch_agent_config(
     """Enabled skills, system prompt template ({workspace}, {date}, {skills}), plan mode,
     default model and the constraints localLLMOnly, hybridSearchForced, citationRequired."""
     current = ws.read_settings(context.catalog, context.info).agent
-    merged = AgentConfig.model_validate(
-        {**current.model_dump(), **body.model_dump(exclude_unset=True)}
-    )
+    # null clears the default model; for the other keys it means "unchanged".
+    changes = {
+        key: value
+        for key, value in body.model_dump(exclude_unset=True).items()
+        if value is not None or key == "default_model"
+    }
+    merged = AgentConfig.model_validate({**current.model_dump(), **changes})
     unknown = sorted(set(merged.enabled_skills) - set(service.skills))
     if unknown:
         known = ", ".join(sorted(service.skills))

@@ -15,15 +15,24 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from autorag.agent.events import AgentEvent, CitationsEvent, PlanEvent, StatusEvent, TokenEvent
+from autorag.agent.events import (
+    AgentEvent,
+    CitationsEvent,
+    PlanEvent,
+    StatusEvent,
+    TokenEvent,
+    ignore,
+)
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
+from autorag.api.routes.dlp import workspace_dlp
 from autorag.api.routes.documents import MAX_ID
 from autorag.api.sse import HEADERS, MEDIA_TYPE, ThreadedStream, sse
 from autorag.auth.service import custom_instructions
 from autorag.chat import store
 from autorag.chat.service import ChatOutcome, ChatService, ChatTurn, ChatUser
 from autorag.context import AppContext
+from autorag.dlp.service import DlpSession
 from autorag.errors import AutoragError
 from autorag.models import Citation
 from autorag.retrieval.filters import build_filters
@@ -78,6 +87,7 @@ class AnswerOut(BaseModel):
     fallbackReason: str | None
     abortReason: str
     usage: UsageOut
+    dlp_warning: bool  # something was redacted (the seed's name, as in the SSE done event)
 
 
 class ChatOut(BaseModel):
@@ -124,6 +134,7 @@ def chat_service(request: Request) -> ChatService:
 
 
 ServiceDep = Annotated[ChatService, Depends(chat_service)]
+ChatDlp = Annotated[DlpSession, Depends(workspace_dlp("chat"))]
 
 
 # -- answering -----------------------------------------------------------------------------
@@ -133,11 +144,15 @@ ServiceDep = Annotated[ChatService, Depends(chat_service)]
     responses={200: {"content": {MEDIA_TYPE: {}}, "description": "Server-sent events"}},
 )
 async def chat_stream(
-    principal: ChatPrincipal, body: ChatBody, context: WorkspaceDep, service: ServiceDep
+    principal: ChatPrincipal,
+    body: ChatBody,
+    context: WorkspaceDep,
+    service: ServiceDep,
+    dlp: ChatDlp,
 ) -> StreamingResponse:
     """Answer with server-sent events. Closing the connection stops the answer."""
     turn, user = _turn(body), await run_in_threadpool(_user, context, principal)
-    prepared = await run_in_threadpool(service.prepare, context, turn, user=user)
+    prepared = await run_in_threadpool(service.prepare, context, turn, user=user, dlp=dlp)
     stream: ThreadedStream[AgentEvent, ChatOutcome] = ThreadedStream(prepared.run)
 
     async def events() -> Any:
@@ -154,12 +169,16 @@ async def chat_stream(
 
 @router.post("/chat", response_model=AnswerOut)
 async def chat(
-    principal: ChatPrincipal, body: ChatBody, context: WorkspaceDep, service: ServiceDep
+    principal: ChatPrincipal,
+    body: ChatBody,
+    context: WorkspaceDep,
+    service: ServiceDep,
+    dlp: ChatDlp,
 ) -> AnswerOut:
     """Answer in one response (the same run as the stream, collected)."""
     turn, user = _turn(body), await run_in_threadpool(_user, context, principal)
-    prepared = await run_in_threadpool(service.prepare, context, turn, user=user)
-    outcome = await run_in_threadpool(prepared.run, _ignore)
+    prepared = await run_in_threadpool(service.prepare, context, turn, user=user, dlp=dlp)
+    outcome = await run_in_threadpool(prepared.run, ignore)
     return answer_out(context, outcome)
 
 
@@ -170,10 +189,6 @@ def _turn(body: ChatBody) -> ChatTurn:
 
 def _user(context: AppContext, principal: Principal) -> ChatUser:
     return ChatUser(principal.user_id, custom_instructions(context.catalog, principal.user_id))
-
-
-def _ignore(_event: AgentEvent) -> None:
-    pass
 
 
 def _event(context: AppContext, event: AgentEvent) -> str:
@@ -199,6 +214,7 @@ def _done(outcome: ChatOutcome) -> dict[str, Any]:
         "fallbackReason": result.fallback_reason,
         "abortReason": result.abort_reason,
         "usage": _usage(result.usage.prompt_tokens, result.usage.completion_tokens).model_dump(),
+        "dlp_warning": outcome.dlp_warning,  # the seed's name
     }
 
 
@@ -244,6 +260,7 @@ def answer_out(context: AppContext, outcome: ChatOutcome) -> AnswerOut:
         fallbackReason=result.fallback_reason,
         abortReason=result.abort_reason,
         usage=_usage(result.usage.prompt_tokens, result.usage.completion_tokens),
+        dlp_warning=outcome.dlp_warning,
     )
 
 

@@ -75,12 +75,23 @@ def workspace_dlp(channel: str) -> Callable[..., DlpSession]:
         service: DlpServiceDep,
         widget: WidgetHeader = None,
     ) -> DlpSession:
-        source = source_from_widget(widget)
-        return service.session(
-            DlpContext(source, channel, principal.user_id, principal.role, context.info.id)
-        )
+        return dlp_session(service, principal, context, channel, widget)
 
     return dependency
+
+
+def dlp_session(
+    service: DlpService,
+    principal: Principal,
+    context: AppContext,
+    channel: str,
+    widget: str | None = None,
+) -> DlpSession:
+    """The DLP session of ``principal`` acting in ``context``'s workspace."""
+    source = source_from_widget(widget)
+    return service.session(
+        DlpContext(source, channel, principal.user_id, principal.role, context.info.id)
+    )
 
 
 # -- schemas --------------------------------------------------------------------------

@@ -85,7 +85,7 @@ async def list_models(
 
 @router.put("/default", response_model=DefaultsOut)
 def set_default_model(
-    principal: Annotated[Principal, Depends(require("workspaces:admin"))],
+    principal: Annotated[Principal, Depends(require("workspaces:admin", every_workspace=True))],
     body: DefaultPut,
     context: AppDep,
     service: ServiceDep,

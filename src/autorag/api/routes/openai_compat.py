@@ -20,10 +20,11 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from autorag.agent.events import AgentEvent, TokenEvent
+from autorag.agent.events import AgentEvent, TokenEvent, ignore
 from autorag.api.auth import Principal, PrincipalDep
 from autorag.api.deps import AppDep
 from autorag.api.routes.chat import ServiceDep, source_out
+from autorag.api.routes.dlp import DlpServiceDep, WidgetHeader, dlp_session
 from autorag.api.sse import HEADERS, MEDIA_TYPE, ThreadedStream
 from autorag.auth.service import custom_instructions
 from autorag.chat.service import ChatOutcome, ChatTurn, ChatUser
@@ -90,17 +91,23 @@ def list_models(principal: PrincipalDep, context: AppDep) -> dict[str, Any]:
 
 @router.post("/chat/completions", response_model=None)
 async def chat_completions(
-    principal: PrincipalDep, body: CompletionBody, context: AppDep, service: ServiceDep
+    principal: PrincipalDep,
+    body: CompletionBody,
+    context: AppDep,
+    service: ServiceDep,
+    dlp_service: DlpServiceDep,
+    widget: WidgetHeader = None,
 ) -> dict[str, Any] | StreamingResponse:
     workspace, llm = _split_model(body.model)
     if not principal.can("chat:use", workspace):
         raise NotFound(f"no model {workspace!r}", code="model_not_found")
     app = context.for_workspace(context.catalog.get_workspace(workspace))
     turn, user = await run_in_threadpool(_turn_and_user, app, principal, body, llm)
-    prepared = await run_in_threadpool(service.prepare, app, turn, user=user)
+    dlp = dlp_session(dlp_service, principal, app, "chat", widget)
+    prepared = await run_in_threadpool(service.prepare, app, turn, user=user, dlp=dlp)
     completion = _Completion(body.model)
     if not body.stream:
-        outcome = await run_in_threadpool(prepared.run, _ignore)
+        outcome = await run_in_threadpool(prepared.run, ignore)
         return completion.whole(app, outcome)
     include_usage = bool(body.stream_options and body.stream_options.include_usage)
     stream: ThreadedStream[AgentEvent, ChatOutcome] = ThreadedStream(prepared.run)
@@ -138,10 +145,6 @@ def _turn_and_user(
     return turn, ChatUser(principal.user_id, instructions.strip())
 
 
-def _ignore(_event: AgentEvent) -> None:
-    pass
-
-
 class _Completion:
     """The ids and timestamps one completion's chunks share."""
 
@@ -161,6 +164,7 @@ class _Completion:
             "choices": [{"index": 0, "message": message, "finish_reason": _finish(outcome)}],
             "usage": _usage(outcome),
             "citations": _citations(app, outcome),
+            "dlp_warning": outcome.dlp_warning,
             "system_fingerprint": result.model_used,
         }
 

@@ -14,7 +14,7 @@ from autorag.errors import Unavailable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Bump with every new migration: lets start-up skip Alembic when the schema is current.
-SCHEMA_HEAD = "0006"
+SCHEMA_HEAD = "0007"
 
 
 def sqlite_url(path: Path) -> str:

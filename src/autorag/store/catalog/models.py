@@ -319,3 +319,33 @@ class AuditEventRow(Base):
     source: Mapped[str | None] = mapped_column(String(16))
     details: Mapped[str] = mapped_column(Text, default="{}")  # JSON; never a secret
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PolicyRuleRow(Base):
+    """A source policy rule: a glob over canonical source ids and its level (seed 000)."""
+
+    __tablename__ = "policy_rules"
+    __table_args__ = (
+        UniqueConstraint("workspace_id", "glob", name="uq_policy_rules_workspace_glob"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    glob: Mapped[str] = mapped_column(String(500))  # canonical form
+    level: Mapped[str] = mapped_column(String(16))  # private | ask | share
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class PolicySeenSourceRow(Base):
+    """A source a peer query returned or considered, so the owner can promote it."""
+
+    __tablename__ = "policy_seen_sources"
+
+    workspace_id: Mapped[int] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    )
+    source_id: Mapped[str] = mapped_column(Text, primary_key=True)  # canonical id
+    first_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    count: Mapped[int] = mapped_column(Integer, default=1)

@@ -1,0 +1,1 @@
+"""Peer queries over SimpleX: the trusted registry, the transport, start-up (seed 000)."""

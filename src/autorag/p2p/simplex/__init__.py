@@ -1,0 +1,1 @@
+"""The simplex-chat adapter: its bot API shapes, WebSocket client, child process, message parts."""
