@@ -12,8 +12,12 @@ issue, never from the production permission code:
 * a workspace the caller may not act in: 404 exactly as a missing one, never 403;
 * in the caller's own workspace: the route's answer, or 403 without the permission;
 * a document or job id of the other workspace, asked for under this one: 404;
-* acting on the set of workspaces itself (creating one) needs a caller confined to no
-  workspaces: an admin's API key scoped to B administers B, it makes no workspaces.
+* a chat is its user's own, in its workspace: another user's chat, or one of the
+  caller's in the other workspace, is missing (404), and so is a memory key of the
+  other workspace;
+* acting on the set of workspaces itself (creating one, or setting the installation's
+  default model) needs a caller confined to no workspaces: an admin's API key scoped
+  to B administers B, it makes no workspaces.
 
 Destructive cells act on fresh objects (a document, a user, a key made for the cell)
 when they may succeed, and on the fixtures when they must be refused, which then must

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -209,6 +211,19 @@ def test_cli_set_list_explain_and_rm(tmp_path: Path) -> None:
     assert [r["glob"] for r in json.loads(_cli(workspace, "list", "--json").stdout)] == [
         "/docs/[draft]/**"
     ]
+
+
+def test_cli_errors_are_one_line_and_an_exit_code(tmp_path: Path) -> None:
+    workspace, _ = make_workspace(tmp_path)
+    autorag = [sys.executable, "-m", "autorag", "-w", str(workspace.root)]
+    result = subprocess.run(
+        [*autorag, "policy", "set", "C:\\x\\**", "ask"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 2  # InvalidInput
+    assert "forward slashes" in result.stderr and "Traceback" not in result.stderr
 
 
 # -- the API -----------------------------------------------------------------------------

@@ -63,7 +63,7 @@ from autorag.store.catalog.repository import Catalog
 
 log = logging.getLogger(__name__)
 
-Source = Literal["chat", "widget"]
+Source = Literal["chat", "widget", "p2p"]  # p2p: replies to trusted peers
 SOURCES: tuple[Source, ...] = ("chat", "widget")
 CACHE_TTL_S = 300.0
 # After a failed read, the fallback is kept this long before the catalog is tried again.

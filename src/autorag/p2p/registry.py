@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import stat
-import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -31,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from autorag.errors import Conflict, InvalidInput, NotFound
+from autorag.p2p.files import write_json_atomic
 from autorag.p2p.simplex.shapes import Contact, Profile, as_id, parse_profile
 from autorag.retrieval.stemming import stems
 
@@ -301,24 +301,11 @@ def _record(name: str, raw: Any, path: Path, parsed: _Parsed) -> _Record:
 
 
 def _write(path: Path, records: dict[str, _Record]) -> None:
-    """Replace the file atomically: temp file in the same folder, fsync, rename, fsync dir."""
     document = {
         "version": REGISTRY_VERSION,
         "peers": {name: _record_json(records[name]) for name in sorted(records)},
     }
-    data = json.dumps(document, ensure_ascii=False, indent=2).encode("utf-8") + b"\n"
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:  # mkstemp creates it 0600
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
-    _fsync_dir(path.parent)
+    write_json_atomic(path, document)
 
 
 def _record_json(record: _Record) -> dict[str, Any]:
@@ -329,14 +316,6 @@ def _record_json(record: _Record) -> dict[str, Any]:
         out["profileSyncedAt"] = peer.profile_synced_at.isoformat().replace("+00:00", "Z")
     out["description"] = peer.description
     return out
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)  # the rename itself survives a power cut
-    finally:
-        os.close(fd)
 
 
 def _remove_stale_temp_files(path: Path) -> None:
@@ -389,5 +368,19 @@ def _score(peer: Peer, terms: frozenset[str]) -> float:
         (stems(profile.full_name), _FIELD_WEIGHTS["fullName"]),
         (stems(f"{profile.short_descr} {profile.description}"), _FIELD_WEIGHTS["profile"]),
     ]
-    total = sum(max((w for words, w in fields if term in words), default=0.0) for term in terms)
+    total = sum(
+        max((w for words, w in fields if _matches(term, words)), default=0.0) for term in terms
+    )
     return round(total / (len(terms) * _NAME_WEIGHT), 4)
+
+
+def _matches(term: str, words: frozenset[str]) -> bool:
+    """Equal, or nearly (the light stemmer leaves "taxe" beside "tax")."""
+    if term in words:
+        return True
+    return any(_near(term, word) for word in words)
+
+
+def _near(a: str, b: str) -> bool:
+    short, long = sorted((a, b), key=len)
+    return len(short) >= 3 and len(long) - len(short) <= 2 and long.startswith(short)

@@ -24,6 +24,7 @@ import contextlib
 import itertools
 import json
 import logging
+from collections import deque
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -86,6 +87,7 @@ class SimplexClient:
         self.max_message_bytes = max_message_bytes
         self.reconnect = reconnect
         self.events: asyncio.Queue[dict[str, Any]] = asyncio.Queue(event_queue_size)
+        self._messages: deque[IncomingMessage] = deque()
         self.malformed_frames = 0  # frames skipped as undecodable (for tests and logs)
         self.unmatched_replies = 0  # replies whose corrId no command is waiting for
         self._ids = itertools.count(1)
@@ -196,15 +198,20 @@ class SimplexClient:
         return item_ids
 
     # -- events ----------------------------------------------------------------------------
-    async def incoming(self) -> AsyncIterator[IncomingMessage]:
-        """Texts contacts send, in order; consumes ``events`` (other events are logged)."""
-        while True:
+    async def next_message(self) -> IncomingMessage:
+        """The next text a contact sent; consumes ``events`` (other events are logged)."""
+        while not self._messages:
             event = await self.events.get()
             messages = parse_incoming(event)
             if not messages:
                 _log_event(event)
-            for message in messages:
-                yield message
+            self._messages.extend(messages)  # one event can carry several
+        return self._messages.popleft()
+
+    async def incoming(self) -> AsyncIterator[IncomingMessage]:
+        """``next_message`` forever; leaving the loop loses nothing."""
+        while True:
+            yield await self.next_message()
 
     # -- the connection --------------------------------------------------------------------
     async def _open(self, timeout: float) -> ClientConnection:
