@@ -139,6 +139,9 @@ class P2PSettings(BaseModel):
     # One chat message is at most 15 602 encoded bytes (the brief's §7); parts are split
     # well below that so the JSON envelope still fits.
     max_message_bytes: int = Field(default=12_000, ge=1024, le=15_000)
+    query_timeout_s: float = Field(default=60, gt=0)  # a peer query's time budget here
+    approval_ttl_minutes: float = Field(default=30, gt=0)  # then the peer gets `timeout`
+    peers_asked: int = Field(default=2, ge=1, le=10)  # by the peer_search skill
 
 
 class Settings(BaseSettings):

@@ -116,3 +116,4 @@ class Citation:
     legs: Leg
     chunk_id: int
     document_id: int
+    peer: str | None = None  # the trusted peer it came from (peer_search); None: here

@@ -416,7 +416,13 @@ class SimplexDouble:
         self._replies += 1
         every = self.config.faults.malformed_every
         if every and self._replies % every == 0:
-            kinds = ["not json {", "[1, 2]", '{"resp": 5}', b"\x00\xffbinary", '{"corrId": 7}']
+            kinds: list[str | bytes] = [
+                "not json {",
+                "[1, 2]",
+                '{"resp": 5}',
+                b"\x00\xffbinary",
+                '{"corrId": 7, "resp": {"type": "activeUser"}}',
+            ]
             await self._send_raw(ws, kinds[(self._replies // every) % len(kinds)])
 
     async def _send(self, ws: ServerConnection, document: dict[str, Any]) -> None:

@@ -64,7 +64,7 @@ ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
 }
 # Credentials are managed with a password login: an API key mints, lists and revokes
 # no credentials, so a leaked key cannot outlive its own revocation.
-LOGIN_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal"})
+LOGIN_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write"})
 
 
 @dataclass(frozen=True)

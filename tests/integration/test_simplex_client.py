@@ -128,9 +128,11 @@ def test_events_are_read_continuously_and_buffered_until_a_client_connects(
     double: DoubleThread,
 ) -> None:
     def burst(kind: str, count: int) -> None:
-        double.call(
-            lambda: [double.double.inject_event({"type": kind, "n": i}) for i in range(count)]
-        )
+        def inject() -> None:
+            for i in range(count):
+                double.double.inject_event({"type": kind, "n": i})
+
+        double.call(inject)
 
     burst("chatItemsStatusesUpdated", 500)  # before any client: the double holds them
 
@@ -224,6 +226,31 @@ def test_the_double_answers_an_undecodable_frame_without_corr_id(double: DoubleT
         assert "corrId" not in reply
         assert reply["resp"]["chatError"]["errorType"]["message"] == "invalid request"
     assert ok["corrId"] == "6" and ok["resp"]["type"] == "activeUser"
+
+
+def test_the_double_speaks_the_address_and_contact_request_commands(double: DoubleThread) -> None:
+    async def scenario() -> None:
+        async with SimplexClient(double.url) as client:
+            with pytest.raises(SimplexCommandError, match="userContactLinkNotFound"):
+                await client.command("/_show_address 1")
+            created = await client.command("/_address 1")
+            assert created["connLinkContact"]["connShortLink"]
+            shown = await client.command("/_show_address 1")
+            assert shown["contactLink"]["connLinkContact"] == created["connLinkContact"]
+            request_id = double.call(lambda: double.double.contact_request("Dana"))
+            event = await asyncio.wait_for(client.events.get(), 5)
+            assert event["contactRequest"]["contactRequestId"] == request_id
+            accepted = await client.command(f"/_accept {request_id}")
+            assert accepted["type"] == "acceptingContactRequest"
+            connected = await asyncio.wait_for(client.events.get(), 5)
+            assert connected["type"] == "contactConnected"
+            new_id = connected["contact"]["contactId"]
+            assert new_id in {c.contact_id for c in await client.contacts(1)}
+            deleted = await client.command(f"/_delete @{new_id} full")
+            assert deleted["type"] == "contactDeleted"
+            assert (await client.command("@'Ann B' hi"))["type"] == "newChatItems"
+
+    run(scenario)
 
 
 def test_a_dropped_connection_fails_pending_commands_and_reconnects() -> None:

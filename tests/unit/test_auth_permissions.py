@@ -14,7 +14,7 @@ from autorag.auth.permissions import (
 )
 
 MEMBER = {"documents:read", "documents:write", "search:read", "chat:use", "keys:write"}
-MANAGER = MEMBER | {"workspaces:write", "archive:write"}
+MANAGER = MEMBER | {"workspaces:write", "archive:write", "policy:write"}
 
 
 def test_the_table() -> None:
@@ -53,7 +53,7 @@ def test_every_workspace_at_once_needs_an_unconfined_principal() -> None:
 
 
 def test_credentials_are_managed_only_after_a_password_login() -> None:
-    for permission in ("users:admin", "keys:admin", "keys:write"):
+    for permission in ("users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write"):
         assert is_allowed("admin", "token", None, permission)
         assert not is_allowed("admin", "api_key", None, permission)
     assert is_allowed("admin", "api_key", None, "workspaces:admin")

@@ -21,7 +21,14 @@ _MEMBER = frozenset(
 )
 # policy:write changes which sources peers may get (autorag.sources.policy).
 _MANAGER = _MEMBER | {"workspaces:write", "archive:write", "policy:write"}
-_ADMIN = _MANAGER | {"users:admin", "workspaces:admin", "keys:admin", "dlp:admin", "dlp:reveal"}
+_ADMIN = _MANAGER | {
+    "p2p:admin",
+    "users:admin",
+    "workspaces:admin",
+    "keys:admin",
+    "dlp:admin",
+    "dlp:reveal",
+}
 
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
     "admin": _ADMIN,
@@ -32,7 +39,8 @@ ALL_PERMISSIONS: frozenset[str] = frozenset().union(*ROLE_PERMISSIONS.values())
 
 # Managing credentials needs a password login: a leaked API key must not be able to
 # mint credentials that outlive its revocation. Nor may it read what DLP redacted.
-SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal"})
+# Making a source shareable with peers is as sensitive: a leaked key must not do it.
+SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write"})
 SESSION = "token"
 
 # Given as the workspace, asks whether a permission holds in every workspace at once, as

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from autorag.cli._common import (
     CliState,
@@ -63,7 +64,8 @@ def list_patterns(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     for r in records:
         # A built-in's regex is long and fixed (see --json); a custom one is the admin's.
         regex = "(built-in)" if r.builtin else r.regex
-        table.add_row(r.name, "yes" if r.enabled else "no", r.description, regex)
+        # Text, not markup: a regex like [a-z]+ would otherwise be read as a style.
+        table.add_row(r.name, "yes" if r.enabled else "no", Text(r.description), Text(regex))
     console.print(table)
 
 

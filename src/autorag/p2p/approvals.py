@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.p2p.files import private_dir, write_json_atomic
 
@@ -172,6 +173,12 @@ class Approvals:
     def _decided_by(self, request_id: str) -> str | None:
         decision = self._decision(request_id)
         return str(decision["by"]) if decision and "by" in decision else None
+
+
+def approvals_of(app: AppContext) -> Approvals:
+    """The workspace's approvals, expiring as configured."""
+    ttl = timedelta(minutes=app.settings.p2p.approval_ttl_minutes)
+    return Approvals(app.workspace.p2p_dir, ttl=ttl)
 
 
 def _read_request(path: Path) -> ApprovalRequest:

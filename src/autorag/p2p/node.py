@@ -22,9 +22,16 @@ from autorag.context import AppContext
 from autorag.dlp.service import DlpContext, DlpService, DlpSession
 from autorag.errors import AutoragError, InvalidInput, NotFound
 from autorag.p2p import wire
-from autorag.p2p.approvals import ApprovalRequest, Approvals, PendingSource, Resolution
+from autorag.p2p.approvals import (
+    ApprovalRequest,
+    Approvals,
+    PendingSource,
+    Resolution,
+    approvals_of,
+)
 from autorag.p2p.egress import gate
 from autorag.p2p.session import remote_answer
+from autorag.p2p.simplex.chunks import ChunkError, Reassembler
 from autorag.p2p.simplex.shapes import IncomingMessage
 from autorag.p2p.startup import P2PRuntime
 from autorag.retrieval.filters import build_filters
@@ -57,9 +64,10 @@ class PeerNode:
         self.chat = chat
         self.dlp = dlp
         self.query_timeout_s = query_timeout_s
-        self.approvals = approvals or Approvals(app.workspace.p2p_dir)
+        self.approvals = approvals or approvals_of(app)
         self.policy = open_policy(app)
         self._asked: dict[str, _Asked] = {}
+        self._parts = Reassembler(max_total_bytes=wire.MAX_MESSAGE_CHARS * 4)
         self._tasks: set[asyncio.Task[None]] = set()
         self.loop: asyncio.AbstractEventLoop | None = None
 
@@ -83,11 +91,20 @@ class PeerNode:
 
     async def handle(self, message: IncomingMessage) -> None:
         """One message from a contact: a query to answer or a reply we wait for."""
-        if not wire.looks_like_protocol(message.text):
+        try:
+            text = self._parts.feed(message.contact_id, message.text)
+        except ChunkError as error:
+            await self._send(
+                message.contact_id, wire.error_reply(wire.WireError("malformed", str(error)))
+            )
+            return
+        if text is None:
+            return  # a part of a longer message: more to come
+        if not wire.looks_like_protocol(text):
             log.info("p2p: ignored a plain chat message from contact %s", message.contact_id)
             return
         try:
-            decoded = wire.decode(message.text)
+            decoded = wire.decode(text)
         except wire.WireError as error:
             await self._send(message.contact_id, wire.error_reply(error))
             return

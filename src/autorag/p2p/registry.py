@@ -220,11 +220,13 @@ class PeerRegistry:
         """Read, change and write the records under the lock (one writer at a time)."""
         with self._locked():
             self._cache = None
-            parsed = self._read(quiet=quiet)
-            records = parsed.records if parsed else {}
-            change(records)
-            _write(self.path, records)
-            self._cache = None
+            try:
+                parsed = self._read(quiet=quiet)
+                records = parsed.records if parsed else {}
+                change(records)
+                _write(self.path, records)
+            finally:
+                self._cache = None  # the next read sees the file, whatever happened
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:

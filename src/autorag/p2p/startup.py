@@ -145,7 +145,8 @@ async def _connect(
     await client.connect(timeout=settings.start_timeout_s)
     try:
         user_id = await client.active_user_id()
-        merge = registry.merge_profiles(await client.contacts(user_id))
+        contacts = await client.contacts(user_id)
+        merge = await asyncio.to_thread(registry.merge_profiles, contacts)  # it fsyncs
     except BaseException:
         await client.close()
         raise

@@ -32,7 +32,7 @@ _DRIVE = re.compile(r"[A-Za-z]:/")
 _BACKSLASH_DRIVE = re.compile(r"[A-Za-z]:\\")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
-# A segment: literal strings and wildcards (None).
+# One character of a segment, or None for a wildcard `*`.
 _Token = str | None
 
 
@@ -50,7 +50,7 @@ class CompiledGlob:
 
     @property
     def exact(self) -> bool:
-        """Matches one id only: no wildcard at all."""
+        """No wildcard: matches one id (drive and UNC ids up to case)."""
         return self.globstars == 0 and self.stars == 0
 
     def matches(self, source_id: str) -> bool:
@@ -128,7 +128,6 @@ def _backslash_error(glob: str) -> InvalidInput:
     )
 
 
-@lru_cache(maxsize=4096)
 def _compile(canonical: str) -> CompiledGlob:
     split = split_id(canonical)
     assert split is not None  # canonical globs are absolute

@@ -68,6 +68,7 @@ class SourceOut(BaseModel):
     documentId: int
     chunkId: int
     url: str | None  # the document in this API, when it is a workspace document
+    peer: str | None = None  # the trusted peer it came from (peer_search)
 
 
 class UsageOut(BaseModel):
@@ -243,6 +244,7 @@ def source_out(context: AppContext, citation: Citation) -> SourceOut:
         documentId=citation.document_id,
         chunkId=citation.chunk_id,
         url=url,
+        peer=citation.peer,
     )
 
 
