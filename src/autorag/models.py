@@ -117,3 +117,20 @@ class Citation:
     chunk_id: int
     document_id: int
     peer: str | None = None  # the trusted peer it came from (peer_search); None: here
+
+    @classmethod
+    def external(
+        cls,
+        number: int,
+        source: str,
+        *,
+        title: str,
+        text: str,
+        score: float,
+        page: int | None,
+        key: int,
+        peer: str | None = None,
+    ) -> Citation:
+        """A passage that is no chunk of this workspace (a peer's result, a source that
+        may leave): ``key`` > 0 stands in for its ids, as negatives that no chunk has."""
+        return cls(number, source, source, title, text, page, 0, score, "both", -key, -key, peer)

@@ -71,16 +71,12 @@ def remote_answer(
 
 
 def _citation(index: int, source: PendingSource) -> Citation:
-    return Citation(
-        number=index + 1,
-        source=source.source,
-        source_id=source.source,
+    return Citation.external(
+        index + 1,
+        source.source,
         title=source.title,
         text=source.snippet,
-        page=source.page,
-        paragraph=0,
         score=source.score,
-        legs="both",
-        chunk_id=-(index + 1),
-        document_id=-(index + 1),
+        page=source.page,
+        key=index + 1,
     )

@@ -76,22 +76,12 @@ class PeerSearch:
 
 def _citations(peer: str, reply: Reply) -> list[Citation]:
     return [
-        Citation(
-            number=0,
-            source=r.source,
-            source_id=r.source,
-            title=r.title,
-            text=r.snippet,
-            page=r.page,
-            paragraph=0,
-            score=r.score,
-            legs="both",
-            chunk_id=-(i + 1),
-            document_id=-(i + 1),
-            peer=peer,
+        Citation.external(
+            0, r.source, title=r.title, text=r.snippet, score=r.score, page=r.page,
+            key=i + 1, peer=peer,
         )
         for i, r in enumerate(reply.results)
-    ]
+    ]  # fmt: skip
 
 
 def _merge(lists: list[list[Citation]], k: int, first: int) -> list[Citation]:
