@@ -15,6 +15,7 @@ from autorag.llm.base import ChatMessage, Usage
 from autorag.models import Citation
 from autorag.store.catalog.db import dialect_insert
 from autorag.store.catalog.models import ChatRow, MessageRow, TokenUsageRow, utcnow
+from autorag.text import one_line
 
 TITLE_CHARS = 80
 
@@ -254,8 +255,7 @@ def usage_by_day(engine: Engine, workspace_id: int, *, days: int = 30) -> list[d
 
 
 def _title(text: str) -> str:
-    line = " ".join(text.split())
-    return line if len(line) <= TITLE_CHARS else line[: TITLE_CHARS - 1] + "…"
+    return one_line(text, TITLE_CHARS)
 
 
 def _utc(value: datetime) -> datetime:

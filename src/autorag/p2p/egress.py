@@ -14,6 +14,7 @@ from autorag.dlp.service import DlpSession
 from autorag.models import SearchHit
 from autorag.p2p.approvals import PendingSource
 from autorag.sources.policy import PolicyStore
+from autorag.text import one_line
 
 SNIPPET_CHARS = 1200
 
@@ -54,5 +55,4 @@ def redact(items: list[PendingSource], dlp: DlpSession) -> list[PendingSource]:
 
 
 def _snippet(text: str) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
+    return one_line(text, SNIPPET_CHARS)

@@ -18,6 +18,7 @@ from autorag.chat.memory import (
 )
 from autorag.errors import InvalidInput
 from autorag.llm.base import ToolSpec
+from autorag.text import one_line
 
 ACTIONS = ("get", "set", "list", "delete")
 PREVIEW_CHARS = 80  # of each value in a listing: the model gets a value in full with get
@@ -113,5 +114,4 @@ def _value(arguments: Mapping[str, Any]) -> str:
 
 
 def _preview(value: str) -> str:
-    flat = " ".join(value.split())
-    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+    return one_line(value, PREVIEW_CHARS)

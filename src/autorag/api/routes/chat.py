@@ -36,6 +36,7 @@ from autorag.dlp.service import DlpSession
 from autorag.errors import AutoragError
 from autorag.models import Citation
 from autorag.retrieval.filters import build_filters
+from autorag.text import one_line
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["chat"])
 ChatPrincipal = Annotated[Principal, Depends(require("chat:use"))]
@@ -226,8 +227,7 @@ def _error(error: BaseException) -> dict[str, Any]:
 
 
 def source_out(context: AppContext, citation: Citation) -> SourceOut:
-    text = " ".join(citation.text.split())
-    snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+    snippet = one_line(citation.text, SNIPPET_CHARS)
     url = None
     if citation.document_id > 0:
         url = f"/api/workspaces/{context.info.name}/documents/{citation.document_id}"

@@ -15,6 +15,7 @@ from autorag.dlp.service import DlpSession
 from autorag.models import SearchHit
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
+from autorag.text import one_line
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["search"])
 SNIPPET_CHARS = 300
@@ -61,8 +62,7 @@ class SearchOut(BaseModel):
 
 def _hit(hit: SearchHit, scanned: ScanResult) -> HitOut:
     # Redacted before it is cut: a secret cut in half would no longer be recognised.
-    text = " ".join(scanned.redacted_text.split())
-    snippet = text if len(text) <= SNIPPET_CHARS else text[: SNIPPET_CHARS - 1] + "…"
+    snippet = one_line(scanned.redacted_text, SNIPPET_CHARS)
     return HitOut(
         source=hit.source,
         sourceId=hit.source_id,

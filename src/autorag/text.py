@@ -1,0 +1,10 @@
+"""Small text helpers shared by the interfaces."""
+
+from __future__ import annotations
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (runs of whitespace as one space), cut to ``limit`` characters
+    with an ellipsis when longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
