@@ -17,7 +17,10 @@ issue, never from the production permission code:
   other workspace;
 * acting on the set of workspaces itself (creating one, or setting the installation's
   default model) needs a caller confined to no workspaces: an admin's API key scoped
-  to B administers B, it makes no workspaces.
+  to B administers B, it makes no workspaces;
+* P2P (its status, the trusted peers, the peer queries waiting for approval, asking a
+  peer) is the installation's, an admin's only, and needs a caller confined to no
+  workspaces too. P2P is off in this server: asking a peer is unavailable (503).
 
 Destructive cells act on fresh objects (a document, a user, a key made for the cell)
 when they may succeed, and on the fixtures when they must be refused, which then must
@@ -40,6 +43,8 @@ from fastapi import FastAPI
 
 from autorag.auth import service
 from autorag.context import AppContext
+from autorag.p2p.approvals import Approvals, PendingSource
+from autorag.p2p.registry import PeerRegistry
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ApiServer, LaunchApi
@@ -56,7 +61,14 @@ AUTHENTICATED = "authenticated"  # any valid credentials
 
 _MEMBER = {"documents:read", "documents:write", "search:read", "chat:use", "keys:write"}
 _MANAGER = _MEMBER | {"workspaces:write", "policy:write"}
-_ADMIN = _MANAGER | {"workspaces:admin", "users:admin", "keys:admin", "dlp:admin", "dlp:reveal"}
+_ADMIN = _MANAGER | {
+    "workspaces:admin",
+    "users:admin",
+    "keys:admin",
+    "dlp:admin",
+    "dlp:reveal",
+    "p2p:admin",
+}
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
     "member": frozenset(_MEMBER),
     "manager": frozenset(_MANAGER),
@@ -64,7 +76,9 @@ ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
 }
 # Credentials are managed with a password login: an API key mints, lists and revokes
 # no credentials, so a leaked key cannot outlive its own revocation.
-LOGIN_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write"})
+LOGIN_ONLY = frozenset(
+    {"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write", "p2p:admin"}
+)
 
 
 @dataclass(frozen=True)
@@ -124,6 +138,8 @@ class World:
     jobs: dict[str, int] = field(default_factory=dict)  # the job that processed it
     ids: dict[str, set[int]] = field(default_factory=dict)  # every document it holds
     dlp: dict[str, Any] = field(default_factory=dict)  # DLP objects the cells act on
+    requests: set[str] = field(default_factory=set)  # every P2P request filed here
+    kept_request: str = ""  # the P2P request refused cells aim at
     chats: ChatState = field(default_factory=ChatState)  # chats the cells act on
     _counter: Iterator[int] = field(default_factory=itertools.count)
 
@@ -685,6 +701,104 @@ def _explain_check(cell: Cell, response: httpx.Response) -> None:
     explanation = response.json()
     assert explanation["canonical"] == "/matrix/explained.md"
     assert (explanation["level"], explanation["decidedBy"]) == ("private", "default")
+
+
+# -- P2P: the installation's peers and approvals, for an unconfined admin -----------
+PEER = "matrix-peer"
+
+
+def _approvals(world: World) -> Approvals:
+    return Approvals(world.api.workspace.p2p_dir)
+
+
+def _file_request(world: World) -> str:
+    """A peer query waiting for the owner's approval, filed as the peer node files one."""
+    source = PendingSource("/matrix/asked.md", "asked", f"The {SHARED_WORD} nests.", 0.5)
+    request = _approvals(world).create(
+        peer=PEER,
+        contact_id=7,
+        query_id=world.fresh("q"),
+        query=f"Where does the {SHARED_WORD} nest?",
+        sources=[source],
+    )
+    world.requests.add(request.id)
+    return request.id
+
+
+def _kept_request(world: World) -> str:
+    """The request refused cells aim at: it must stay pending."""
+    if not world.kept_request:
+        world.kept_request = _file_request(world)
+    return world.kept_request
+
+
+def _request_states(world: World) -> dict[str, str]:
+    response = world.call("GET", "/api/p2p/requests", world.admin)
+    assert response.status_code == 200, response.text
+    return {r["id"]: r["status"] for r in response.json()}
+
+
+def _status_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json() == {"running": False}
+
+
+def _trusted_peer(cell: Cell) -> Params:
+    """The registry trusts one peer (added once)."""
+    registry = PeerRegistry(cell.world.api.workspace.simplex_peers_file)
+    if registry.get(PEER) is None:
+        registry.add(PEER, 7, "trusted by the matrix")
+    return {}, {}
+
+
+def _peers_check(cell: Cell, response: httpx.Response) -> None:
+    (peer,) = response.json()
+    assert (peer["name"], peer["contactId"], peer["note"]) == (PEER, 7, "trusted by the matrix")
+
+
+def _pending_requests(cell: Cell) -> Params:
+    _kept_request(cell.world)
+    return {}, {}
+
+
+def _requests_check(cell: Cell, response: httpx.Response) -> None:
+    listed = {r["id"]: r for r in response.json()}
+    assert listed.keys() <= cell.world.requests
+    kept = listed[_kept_request(cell.world)]
+    assert (kept["peer"], kept["status"]) == (PEER, "pending")
+    assert [s["source"] for s in kept["sources"]] == ["/matrix/asked.md"]
+
+
+def _decision(cell: Cell) -> Params:
+    """``own``: a fresh pending request approved by one who may, the kept one otherwise;
+    ``guessed``: the id of a request already answered and forgotten, denied."""
+    world = cell.world
+    kept = _kept_request(world)
+    if cell.target == "guessed":
+        request_id = _file_request(world)
+        _approvals(world).close(request_id)
+        return {"requestId": request_id, "decision": "deny"}, {}
+    request_id = _file_request(world) if cell.succeeds else kept
+    return {"requestId": request_id, "decision": "approve"}, {}
+
+
+def _decision_check(cell: Cell, response: httpx.Response) -> None:
+    states = _request_states(cell.world)
+    assert states[_kept_request(cell.world)] == "pending"
+    request_id = response.request.url.path.split("/")[-2]
+    if cell.target == "guessed":
+        assert request_id not in states
+    elif cell.succeeds:
+        assert (response.json()["id"], response.json()["status"]) == (request_id, "approved")
+        assert states[request_id] == "approved"
+
+
+def _ask(cell: Cell) -> Params:
+    return {}, {"json": {"peer": PEER, "query": f"Where does the {SHARED_WORD} nest?"}}
+
+
+def _ask_check(cell: Cell, response: httpx.Response) -> None:
+    if cell.succeeds:  # one who may ask is told P2P is not running
+        assert response.json()["code"] == "unavailable"
 
 
 # -- chat: chats are private to their user, inside one workspace ----------------------
@@ -1312,6 +1426,45 @@ ENDPOINTS = [
         workspace="path",
         send=_explain,
         check=_explain_check,
+    ),
+    # P2P: the installation's, not one workspace's; off in this server.
+    Endpoint("GET", "/api/p2p/status", "p2p:admin", 200, unconfined=True, check=_status_check),
+    Endpoint(
+        "GET",
+        "/api/p2p/peers",
+        "p2p:admin",
+        200,
+        unconfined=True,
+        send=_trusted_peer,
+        check=_peers_check,
+    ),
+    Endpoint(
+        "GET",
+        "/api/p2p/requests",
+        "p2p:admin",
+        200,
+        unconfined=True,
+        send=_pending_requests,
+        check=_requests_check,
+    ),
+    Endpoint(
+        "POST",
+        "/api/p2p/requests/{requestId}/{decision}",
+        "p2p:admin",
+        200,
+        unconfined=True,
+        takes_id=True,
+        send=_decision,
+        after=_decision_check,
+    ),
+    Endpoint(
+        "POST",
+        "/api/p2p/ask",
+        "p2p:admin",
+        503,  # P2P is not running
+        unconfined=True,
+        send=_ask,
+        after=_ask_check,
     ),
     # Chat: answers, and each user's own chats.
     Endpoint(

@@ -23,6 +23,7 @@ from autorag.api.routes import (
     health,
     models,
     openai_compat,
+    p2p,
     policy,
     search,
     workspaces,
@@ -82,6 +83,8 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(models.router)
     app.include_router(agent.router)
     app.include_router(openai_compat.router)
+    # Last: its start-up (SimpleX, the peer node) needs the chat and DLP services.
+    app.include_router(p2p.router)
     return app
 
 

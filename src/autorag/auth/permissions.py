@@ -39,8 +39,11 @@ ALL_PERMISSIONS: frozenset[str] = frozenset().union(*ROLE_PERMISSIONS.values())
 
 # Managing credentials needs a password login: a leaked API key must not be able to
 # mint credentials that outlive its revocation. Nor may it read what DLP redacted.
-# Making a source shareable with peers is as sensitive: a leaked key must not do it.
-SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write"})
+# Making a source shareable with peers, or approving what a peer takes, is as sensitive:
+# a leaked key must not do it.
+SESSION_ONLY = frozenset(
+    {"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write", "p2p:admin"}
+)
 SESSION = "token"
 
 # Given as the workspace, asks whether a permission holds in every workspace at once, as
