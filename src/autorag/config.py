@@ -52,13 +52,37 @@ class SearchSettings(BaseModel):
     candidate_depth: int = Field(default=100, ge=1)  # hits taken from each leg before fusion
     default_k: int = Field(default=10, ge=1)
     fts_title_weight: float = Field(default=1.0, ge=0)
+    # PostgreSQL text-search configuration (a name in pg_ts_config: simple, english…);
+    # SQLite's FTS5 index always stems English (porter) and ignores it.
+    fts_config: str = Field(default="simple", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+class VectorSettings(BaseModel):
+    """Where the server-side vector stores live (``vector_store`` picks one by name)."""
+
+    # Qdrant: a server at ``qdrant_url``; without one, qdrant-client's in-process local
+    # mode at ``qdrant_path`` (default <workspace>/.autorag/vectors/qdrant), one process.
+    qdrant_url: str | None = None
+    qdrant_api_key: SecretStr | None = None
+    qdrant_path: Path | None = None
+    qdrant_timeout_s: float = Field(default=30, gt=0)
+    qdrant_batch_size: int = Field(default=256, ge=1)  # points per upsert request
+    # pgvector: tables live in this schema of the catalog database.
+    pgvector_schema: str = Field(default="autorag_vectors", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    pgvector_hnsw_m: int = Field(default=16, ge=2, le=100)
+    pgvector_hnsw_ef_construction: int = Field(default=64, ge=4, le=1000)
+    # Raised to the search depth when that is larger: HNSW returns at most ef_search rows.
+    pgvector_ef_search: int = Field(default=100, ge=1, le=1000)
+    # maintenance_work_mem for index builds: a build is fast while the graph fits in it.
+    pgvector_build_memory_mb: int = Field(default=1024, ge=64)
 
 
 class ServerSettings(BaseModel):
     host: str = "127.0.0.1"  # loopback unless told otherwise
     port: int = Field(default=8000, ge=1, le=65535)
     max_upload_mb: float = Field(default=100, gt=0)
-    workers: int = Field(default=2, ge=1, le=64)  # background document processing
+    # Background document processing threads; 0: leave jobs to `autorag worker` processes.
+    workers: int = Field(default=2, ge=0, le=64)
     cors_origins: list[str] = Field(default_factory=list)  # CORS is off unless listed
     token_ttl_minutes: int = Field(default=60, ge=1)
     login_attempts_per_minute: int = Field(default=10, ge=1)
@@ -120,6 +144,30 @@ class DlpSettings(BaseModel):
     bypass_roles: list[str] = Field(default_factory=list)
 
 
+class OcrSettings(BaseModel):
+    """OCR of scans and images (``autorag.ingest.ocr``): engines, bounds, the review bar."""
+
+    enabled: bool = True
+    # tesseract | rapidocr | vision; "auto": tesseract when installed, else rapidocr.
+    engine: str = "auto"
+    languages: list[str] = Field(default_factory=lambda: ["eng"])  # tesseract codes
+    dpi: int = Field(default=300, ge=72, le=600)  # pages are rendered at this resolution
+    max_pages: int = Field(default=500, ge=1)  # per document; later pages are skipped
+    # Bigger images are refused and bigger pages rendered at a lower dpi: a 300-dpi A4
+    # page is 8.7 MP, so this leaves room for A3 while bounding memory per worker.
+    max_image_pixels: int = Field(default=40_000_000, ge=1_000_000)
+    page_timeout_s: float = Field(default=120, gt=0)  # one page, one engine
+    # Results below either score wait for an admin's approval before they are indexed.
+    review_below_quality: float = Field(default=0.75, ge=0, le=1)
+    review_below_credibility: float = Field(default=0.6, ge=0, le=1)
+    # The vision engine: a [[llm.providers]] name (kind "ollama") and a vision model.
+    vision_provider: str | None = None
+    vision_model: str | None = None
+    vision_max_pages: int = Field(default=50, ge=1)  # per document
+    # Page images are documents: they go to a hosted service only when this says so.
+    vision_allow_hosted: bool = False
+
+
 class P2PSettings(BaseModel):
     """Peer queries over SimpleX (seed 000): the simplex-chat child process and its limits."""
 
@@ -152,7 +200,8 @@ class Settings(BaseSettings):
     workspace: str = "default"
     search_paths: list[str] = Field(default_factory=list)
     database_url: str | None = None  # default: SQLite inside <workspace>/.autorag/
-    vector_store: str = "lancedb"
+    vector_store: str = "lancedb"  # lancedb | pgvector | qdrant
+    vectors: VectorSettings = Field(default_factory=VectorSettings)
     llm: LLMSettings = Field(default_factory=LLMSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
@@ -161,6 +210,7 @@ class Settings(BaseSettings):
     server: ServerSettings = Field(default_factory=ServerSettings)
     dlp: DlpSettings = Field(default_factory=DlpSettings)
     p2p: P2PSettings = Field(default_factory=P2PSettings)
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
 
 
 def load_settings(config_file: Path | None, **overrides: Any) -> Settings:

@@ -1,7 +1,9 @@
-"""``autorag serve``: the HTTP API."""
+"""``autorag serve`` (the HTTP API) and ``autorag worker`` (background work only)."""
 
 from __future__ import annotations
 
+import signal
+import threading
 from typing import Annotated
 
 import typer
@@ -17,6 +19,7 @@ _ANY_ADDRESS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}
 
 def register(app: typer.Typer) -> None:
     app.command()(serve)
+    app.command()(worker)
 
 
 def serve(
@@ -58,3 +61,35 @@ def _setup_token(workspace: Workspace) -> str | None:
         return ensure_setup_token(context.catalog, workspace.data_dir)
     finally:
         context.close()
+
+
+def worker(
+    ctx: typer.Context,
+    threads: Annotated[
+        int | None, typer.Option("--workers", min=1, max=64, help="Jobs run at once.")
+    ] = None,
+) -> None:
+    """Process background jobs (uploads, re-embedding) without serving HTTP.
+
+    Any number of workers and servers may share one PostgreSQL catalog: each job is
+    claimed by exactly one of them. Ctrl+C lets running jobs finish.
+    """
+    from autorag.api.app import server_model_threads
+    from autorag.jobs.worker import WorkerPool
+
+    workspace = current_workspace(ctx)
+    with server_model_threads():
+        context = open_context(workspace)
+        pool = WorkerPool(context, workers=threads or context.settings.server.workers)
+        pool.start()
+        console.print(f"Worker on {workspace.root}: {pool.workers} threads (Ctrl+C stops)")
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        try:
+            while not stop.wait(1.0):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            pool.stop()
+            context.close()

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import Connection, Engine, Select, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from autorag.errors import NotFound
@@ -111,10 +111,12 @@ def enqueue(
 
 def claim(engine: Engine, worker: str, *, kinds: Collection[str] | None = None) -> Job | None:
     """The oldest queued job, now ``running`` and owned by ``worker``; ``None`` if none."""
+    candidate = select(JobRow.id).where(JobRow.status == QUEUED)
+    if kinds is not None:
+        candidate = candidate.where(JobRow.kind.in_(list(kinds)))
+    if engine.dialect.name == "postgresql":
+        return _claim_skip_locked(engine, worker, candidate)
     for _ in range(_CLAIM_TRIES):
-        candidate = select(JobRow.id).where(JobRow.status == QUEUED)
-        if kinds is not None:
-            candidate = candidate.where(JobRow.kind.in_(list(kinds)))
         with engine.connect() as conn:
             job_id = conn.execute(candidate.order_by(JobRow.id).limit(1)).scalar()
         if job_id is None:
@@ -124,16 +126,32 @@ def claim(engine: Engine, worker: str, *, kinds: Collection[str] | None = None) 
             claimed = conn.execute(
                 update(JobRow)
                 .where(JobRow.id == job_id, JobRow.status == QUEUED)
-                .values(
-                    status=RUNNING,
-                    claimed_by=worker,
-                    started_at=utcnow(),
-                    attempts=JobRow.attempts + 1,
-                )
+                .values(**_claimed_by(worker))
             ).rowcount
         if claimed == 1:
             return get_job(engine, job_id)
     return None
+
+
+def _claim_skip_locked(engine: Engine, worker: str, candidate: Select[int]) -> Job | None:
+    """PostgreSQL: any number of processes claim at once, each skipping the rows another
+    one has locked, so none waits on another and each job goes to exactly one."""
+    locked = candidate.order_by(JobRow.id).limit(1).with_for_update(skip_locked=True)
+    with engine.begin() as conn:
+        job_id = conn.execute(locked).scalar()
+        if job_id is None:
+            return None
+        conn.execute(update(JobRow).where(JobRow.id == job_id).values(**_claimed_by(worker)))
+    return get_job(engine, job_id)
+
+
+def _claimed_by(worker: str) -> dict[str, Any]:
+    return {
+        "status": RUNNING,
+        "claimed_by": worker,
+        "started_at": utcnow(),
+        "attempts": JobRow.attempts + 1,
+    }
 
 
 def complete(engine: Engine, job_id: int, worker: str) -> bool:
