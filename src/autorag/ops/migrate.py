@@ -1,0 +1,225 @@
+"""``autorag migrate``: move a workspace from the embedded stores to PostgreSQL.
+
+The catalog is copied table by table (it is the source of truth); the full-text index
+follows it (PostgreSQL keeps it in step with the chunks); vectors are rebuilt from the
+catalog into the chosen vector store, every embedding served by the cache. Then the copy
+is checked: the same row counts, and a sample of searches that find their documents.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Table, func, select, text
+from sqlalchemy.engine import make_url
+
+from autorag.context import AppContext, open_context
+from autorag.errors import Conflict, InvalidInput
+from autorag.ingest.reindex import reindex
+from autorag.ingest.workspaces import list_workspaces
+from autorag.retrieval.hybrid import SearchRequest
+from autorag.store.catalog.db import create_catalog_engine, migrate
+from autorag.store.catalog.models import Base, ChunkRow, DocumentRow
+
+BATCH_ROWS = 1000
+SAMPLE_WORDS = 12
+Progress = Callable[[str, int], None]  # (what, how many more done)
+
+
+@dataclass(frozen=True)
+class TableCount:
+    table: str
+    source: int
+    target: int
+
+    @property
+    def same(self) -> bool:
+        return self.source == self.target
+
+
+@dataclass(frozen=True)
+class SampleCheck:
+    workspace: str
+    query: str  # the first words of a chunk
+    document_id: int  # the chunk's document: the search must find it
+    found_in_source: bool
+    found_in_target: bool
+
+
+@dataclass
+class MigrationReport:
+    target: str  # the URL, password hidden
+    vector_store: str
+    tables: list[TableCount] = field(default_factory=list)
+    embedded_chunks: int = 0
+    samples: list[SampleCheck] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def counts_match(self) -> bool:
+        return all(t.same for t in self.tables)
+
+    @property
+    def searches_match(self) -> bool:
+        return all(s.found_in_target for s in self.samples if s.found_in_source)
+
+    @property
+    def ok(self) -> bool:
+        return self.counts_match and self.searches_match
+
+
+def migrate_to(
+    source: AppContext,
+    url: str,
+    *,
+    vector_store: str = "pgvector",
+    samples: int = 20,
+    progress: Progress | None = None,
+) -> MigrationReport:
+    """Copy ``source``'s catalog into the empty PostgreSQL database at ``url``, rebuild
+    vectors in ``vector_store``, and check the copy."""
+    began = time.monotonic()
+    target_url = _postgres_url(url)
+    report = MigrationReport(
+        make_url(target_url).render_as_string(hide_password=True), vector_store
+    )
+    engine = create_catalog_engine(target_url)
+    try:
+        migrate(engine)
+        _require_empty(engine)
+        _copy_catalog(source.catalog.engine, engine, progress)
+    finally:
+        engine.dispose()
+    target = open_context(source.workspace, database_url=target_url, vector_store=vector_store)
+    try:
+        report.embedded_chunks = _rebuild_vectors(target, progress)
+        report.tables = _counts(source.catalog.engine, target.catalog.engine)
+        report.samples = _check_searches(source, target, samples)
+    finally:
+        target.close()
+    report.seconds = time.monotonic() - began
+    return report
+
+
+def _postgres_url(url: str) -> str:
+    """psycopg 3 as the driver, whatever the URL names."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        raise InvalidInput(f"migrate copies to PostgreSQL; {parsed.get_backend_name()!r} is not")
+    return parsed.set(drivername="postgresql+psycopg").render_as_string(hide_password=False)
+
+
+def _require_empty(engine: Engine) -> None:
+    with engine.connect() as conn:
+        documents = conn.execute(select(func.count()).select_from(DocumentRow)).scalar_one()
+    if documents:
+        raise Conflict(
+            f"the target database already holds {documents} documents: migrate into an "
+            "empty database"
+        )
+
+
+def _copy_catalog(source: Engine, target: Engine, progress: Progress | None) -> None:
+    """Every catalog table, parents before children, in batches; then the id sequences
+    moved past the copied ids so new rows do not collide with them."""
+    with target.begin() as conn:
+        # Start-up rows the target's migrations made (a workspace, built-in patterns).
+        for table in reversed(Base.metadata.sorted_tables):
+            conn.execute(table.delete())
+    for table in Base.metadata.sorted_tables:
+        for batch in _batches(source, table):
+            with target.begin() as conn:
+                conn.execute(table.insert(), batch)
+            if progress:
+                progress(f"copying {table.name}", len(batch))
+    with target.begin() as conn:
+        for table in Base.metadata.sorted_tables:
+            _advance_sequence(conn, table)
+
+
+def _batches(engine: Engine, table: Table) -> Iterator[list[dict[str, Any]]]:
+    columns = [c for c in table.columns if c.computed is None]
+    query = select(*columns).execution_options(yield_per=BATCH_ROWS)
+    with engine.connect() as conn:
+        for partition in conn.execute(query).mappings().partitions(BATCH_ROWS):
+            yield [dict(row) for row in partition]
+
+
+def _advance_sequence(conn: Connection, table: Table) -> None:
+    key = table.columns.get("id")
+    if key is None or not key.primary_key or key.type.python_type is not int:
+        return
+    conn.execute(
+        text(
+            f"SELECT setval(pg_get_serial_sequence('{table.name}', 'id'), "
+            f"COALESCE((SELECT MAX(id) FROM {table.name}), 0) + 1, false)"
+        )
+    )
+
+
+def _rebuild_vectors(target: AppContext, progress: Progress | None) -> int:
+    total = 0
+    for summary in list_workspaces(target.catalog):
+        scoped = target.for_workspace(summary.info)
+        total += reindex(
+            scoped.catalog,
+            scoped.info,
+            scoped.fulltext,
+            partial(scoped.open_vectors, recreate=True),
+            scoped.embedder,
+            on_batch=(lambda n: progress("embedding", n)) if progress else None,
+        )
+    return total
+
+
+def _counts(source: Engine, target: Engine) -> list[TableCount]:
+    counts = []
+    for table in Base.metadata.sorted_tables:
+        query = select(func.count()).select_from(table)
+        with source.connect() as a, target.connect() as b:
+            counts.append(
+                TableCount(table.name, a.execute(query).scalar_one(), b.execute(query).scalar_one())
+            )
+    return counts
+
+
+def _check_searches(source: AppContext, target: AppContext, samples: int) -> list[SampleCheck]:
+    """Search for the opening words of evenly spread chunks in both copies: each must
+    find its own document in the target when it does in the source."""
+    checks = []
+    for summary in list_workspaces(source.catalog):
+        here, there = source.for_workspace(summary.info), target.for_workspace(summary.info)
+        for document_id, query in _sample_queries(source.catalog.engine, summary.info.id, samples):
+            checks.append(
+                SampleCheck(
+                    summary.info.name,
+                    query,
+                    document_id,
+                    _finds(here, query, document_id),
+                    _finds(there, query, document_id),
+                )
+            )
+    return checks
+
+
+def _sample_queries(engine: Engine, workspace_id: int, samples: int) -> list[tuple[int, str]]:
+    query = (
+        select(ChunkRow.document_id, ChunkRow.text)
+        .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
+        .where(DocumentRow.workspace_id == workspace_id, DocumentRow.status == "ready")
+        .order_by(ChunkRow.id)
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(query).all()
+    step = max(1, len(rows) // max(1, samples))
+    picked = rows[::step][:samples]
+    return [(int(r[0]), " ".join(str(r[1]).split()[:SAMPLE_WORDS])) for r in picked]
+
+
+def _finds(app: AppContext, query: str, document_id: int) -> bool:
+    hits = app.searcher.search(SearchRequest(query, k=10)).hits
+    return any(h.document_id == document_id for h in hits)
