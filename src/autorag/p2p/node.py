@@ -35,6 +35,7 @@ from autorag.p2p.simplex.chunks import ChunkError, Reassembler
 from autorag.p2p.simplex.shapes import IncomingMessage
 from autorag.p2p.startup import P2PRuntime
 from autorag.retrieval.filters import build_filters
+from autorag.retrieval.grounding import cited_numbers
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.sources.policy_store import open_policy
 
@@ -193,6 +194,11 @@ class PeerNode:
         cancel: threading.Event | None = None,
     ) -> wire.Reply:
         result = remote_answer(self.app, self.chat, question, sources, cancel)
+        if not _cites_a_source(result.text, len(sources)):
+            # Seed 000: a remote session that ends without structured results resolves to
+            # the structured empty response. The vector leg always returns neighbours, so
+            # "nothing found" shows here: an answer that cites none of them.
+            return wire.empty_reply(query_id)
         answer = dlp.scan(result.text, channel="p2p_egress").redacted_text
         results = [
             wire.Result(
@@ -303,6 +309,11 @@ class PeerNode:
     async def _send(self, contact_id: int, reply: wire.Reply) -> None:
         with contextlib.suppress(AutoragError):  # the peer is gone: nothing to tell
             await self.runtime.client.send_message(contact_id, wire.encode(reply))
+
+
+def _cites_a_source(answer: str, sources: int) -> bool:
+    """Whether the answer rests on a result: an ``[n]`` with ``1 <= n <= sources``."""
+    return any(1 <= n <= sources for n in cited_numbers(answer))
 
 
 def _diagnostic(
