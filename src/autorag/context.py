@@ -63,18 +63,24 @@ class AppContext:
         return self.open_vectors()
 
     def open_vectors(self, *, recreate: bool = False) -> VectorStore:
-        model = self.settings.embedding.model
-        dim = KNOWN_MODEL_DIMS.get(model) or self.embedder.dim
-        store = open_vector_store(
-            self.settings.vector_store,
-            self.workspace.vectors_dir,
-            self.info.vector_table,
-            dim,
-            recreate=recreate,
-        )
+        store = self.open_vector_table(self.info.vector_table, recreate=recreate)
         if recreate:
             self.__dict__["vectors"] = store  # later users see the new table
         return store
+
+    def open_vector_table(self, table: str, *, recreate: bool = False) -> VectorStore:
+        """A table of the configured vector store (the workspace's, or a shadow of it)."""
+        model = self.settings.embedding.model
+        dim = KNOWN_MODEL_DIMS.get(model) or self.embedder.dim
+        return open_vector_store(
+            self.settings.vector_store,
+            self.workspace.vectors_dir,
+            table,
+            dim,
+            recreate=recreate,
+            engine=self.catalog.engine,
+            settings=self.settings.vectors,
+        )
 
     @cached_property
     def fulltext(self) -> FullTextIndex:

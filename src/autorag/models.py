@@ -34,6 +34,8 @@ class ParsedDocument:
     pre_chunked: bool = False
     needs_ocr: bool = False
     metadata: dict[str, str] = field(default_factory=dict)
+    # 1-based pages with no usable text layer (scanned or blank): OCR reads these.
+    ocr_pages: tuple[int, ...] = ()
 
     @property
     def text(self) -> str:

@@ -12,10 +12,15 @@ Stream lines look like Ollama's: ``{"model", "created_at", "message": {"role",
 an object; a last line with ``done: true``, ``done_reason``, durations,
 ``prompt_eval_count`` and ``eval_count``. Failures are ``{"error": "..."}``, as an
 HTTP error body or, once the stream has begun, as a line of it.
+
+Messages may carry ``images`` (base64, as vision models take them): as Ollama does, an
+image that is not valid base64 is refused with 400 before any turn is played.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import json
 from collections.abc import AsyncIterator, Sequence
@@ -133,6 +138,8 @@ class ScriptedOllama(ScriptedServer):
             return _error(400, "invalid request body")
         if (model := self.unknown_model(body)) is not None:
             return _error(404, f'model "{model}" not found, try pulling it first')
+        if (problem := _image_problem(body)) is not None:
+            return _error(400, problem)
         turn = await self.next_turn(body)
         answer = _Answer(self, body)
         if isinstance(turn, Error) and turn.after_text is None:
@@ -205,6 +212,20 @@ class _Answer:
 
     def _envelope(self) -> dict[str, Any]:
         return {"model": self.model, "created_at": datetime.now(UTC).isoformat()}
+
+
+def _image_problem(body: dict[str, Any]) -> str | None:
+    """Ollama's complaint about a message's ``images``, if it has one."""
+    for message in body.get("messages") or ():
+        images = message.get("images") if isinstance(message, dict) else None
+        for image in images or ():
+            try:
+                base64.b64decode(str(image), validate=True)
+            except (binascii.Error, ValueError):
+                return "illegal base64 data at input byte 0"
+            if not isinstance(image, str) or not image:
+                return "invalid image input"
+    return None
 
 
 def _line(payload: Any) -> bytes:

@@ -1188,6 +1188,9 @@ ENDPOINTS = [
     Endpoint("GET", "/healthz", PUBLIC, 200),
     Endpoint("GET", "/readyz", PUBLIC, 200),
     Endpoint("GET", "/setup", PUBLIC, 200),
+    # The web UI: its page and static files are public; what it shows comes from the API.
+    Endpoint("GET", "/", PUBLIC, 200),
+    Endpoint("GET", "/ui/{asset}", PUBLIC, 200, send=lambda cell: ({"asset": "main.js"}, {})),
     Endpoint("POST", "/api/setup", PUBLIC, 409, send=_late_setup),  # already set up
     Endpoint("POST", "/api/auth/login", PUBLIC, 200, send=_login, check=_login_check),
     # Who am I.

@@ -118,6 +118,8 @@ def test_the_question_is_redacted_before_the_model_sees_it(api: Api) -> None:
     sent = api.server.requests[0]["messages"][-1]["content"]
     assert CARD not in sent and "[REDACTED]" in sent
     assert _done(events)["dlp_warning"] is True
+    chats = api.call("GET", "/api/workspaces/default/chats", api.member).json()
+    assert all(CARD not in c["title"] for c in chats)  # titled with what was sent
 
 
 def test_sources_are_redacted_and_the_admin_can_reveal_the_original(api: Api) -> None:

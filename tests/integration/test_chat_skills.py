@@ -1,4 +1,5 @@
-"""Workspace memory and chat attachments on a real SQLite catalog and embedding model."""
+"""Workspace memory and chat attachments on a real catalog (SQLite and PostgreSQL) and
+embedding model."""
 
 from __future__ import annotations
 
@@ -47,14 +48,19 @@ REFUNDS = [
 
 
 @pytest.fixture(scope="module")
-def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AppContext]:
+def app(
+    tmp_path_factory: pytest.TempPathFactory, module_catalog_url: str | None
+) -> Iterator[AppContext]:
     """A workspace with one indexed file, so its own search really runs."""
     root = tmp_path_factory.mktemp("chat-skills")
     docs = root / "docs"
     docs.mkdir()
     (docs / "notes.txt").write_text("The office cat is called Pixel.\n", encoding="utf-8")
     workspace = init_workspace(root / "kb")
-    workspace.write_config({"search_paths": [str(docs)]})
+    config: dict[str, object] = {"search_paths": [str(docs)]}
+    if module_catalog_url:
+        config["database_url"] = module_catalog_url
+    workspace.write_config(config)
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[])
     yield context

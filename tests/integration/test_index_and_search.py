@@ -1,4 +1,5 @@
-"""Files of every type through the pipeline into SQLite + LanceDB and back out."""
+"""Files of every type through the pipeline into the catalog (SQLite or PostgreSQL) +
+LanceDB and back out."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from uuid import uuid4
 
 import pytest
 from sqlalchemy import update
@@ -34,11 +36,14 @@ FACTS = {
 
 
 @pytest.fixture()
-def app(tmp_path: Path) -> Iterator[AppContext]:
+def app(tmp_path: Path, catalog_url: str | None) -> Iterator[AppContext]:
     docs = tmp_path / "docs"
     write_corpus(docs)
     workspace = init_workspace(tmp_path / "kb")
-    workspace.write_config({"search_paths": [str(docs)]})
+    config: dict[str, object] = {"search_paths": [str(docs)]}
+    if catalog_url:  # PostgreSQL (full-text there too); the default is SQLite
+        config["database_url"] = catalog_url
+    workspace.write_config(config)
     context = open_context(workspace)
     yield context
     context.close()
@@ -115,7 +120,8 @@ def test_minsync_skips_unchanged_and_reembeds_only_touched_chunks(app: AppContex
     second = _refresh(app)
     assert second.indexed == 0 and second.unchanged == len(FACTS) + 1  # type: ignore[attr-defined]
 
-    paragraphs[5] = "Section 5. The lighthouse keeper retires in autumn. " * 5
+    # A new wording per run: the session's embedding cache outlives one backend's run.
+    paragraphs[5] = f"Section 5. The lighthouse keeper retires in autumn ({uuid4().hex}). " * 5
     long_doc.write_text("\n\n".join(paragraphs))
     embedder = app.embedder
     misses_before = embedder.misses  # type: ignore[attr-defined]

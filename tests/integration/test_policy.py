@@ -22,6 +22,7 @@ from autorag.context import AppContext, open_context
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.sources.policy import MAX_RULES
 from autorag.sources.policy_store import open_policy
+from autorag.store.catalog.db import SCHEMA_HEAD
 from autorag.workspace import Workspace, init_workspace
 
 if TYPE_CHECKING:
@@ -30,12 +31,15 @@ if TYPE_CHECKING:
 PASSWORD = "a long enough password"
 
 
-def make_workspace(root: Path) -> tuple[Workspace, Path]:
-    """A workspace whose one search path is ``<root>/docs`` (virtual ids /docs/…)."""
+def make_workspace(root: Path, database_url: str | None = None) -> tuple[Workspace, Path]:
+    """A workspace whose one search path is ``<root>/docs`` (virtual ids /docs/…), its
+    catalog at ``database_url`` (default: SQLite inside it)."""
     docs = root / "docs"
     docs.mkdir(parents=True)
     workspace = init_workspace(root / "kb")
     set_search_path(workspace, docs)
+    if database_url:
+        workspace.write_config({**workspace.read_config(), "database_url": database_url})
     return workspace, docs
 
 
@@ -46,8 +50,8 @@ def set_search_path(workspace: Workspace, docs: Path) -> None:
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> Iterator[tuple[AppContext, Path]]:
-    workspace, docs = make_workspace(tmp_path)
+def world(tmp_path: Path, catalog_url: str | None) -> Iterator[tuple[AppContext, Path]]:
+    workspace, docs = make_workspace(tmp_path, catalog_url)
     context = open_context(workspace)
     yield context, docs
     context.close()
@@ -86,8 +90,10 @@ def test_rules_are_set_listed_explained_and_removed(world: tuple[AppContext, Pat
         store.set_rule("/docs/**", "public")
 
 
-def test_an_update_keeps_the_creation_time_and_survives_a_reopen(tmp_path: Path) -> None:
-    workspace, _ = make_workspace(tmp_path)
+def test_an_update_keeps_the_creation_time_and_survives_a_reopen(
+    tmp_path: Path, catalog_url: str | None
+) -> None:
+    workspace, _ = make_workspace(tmp_path, catalog_url)
     context = open_context(workspace)
     store = open_policy(context)
     created = store.set_rule("/docs/**", "share")
@@ -102,7 +108,8 @@ def test_an_update_keeps_the_creation_time_and_survives_a_reopen(tmp_path: Path)
             ("/docs/**", "ask")
         ]
         with reopened.catalog.engine.connect() as conn:
-            assert conn.execute(text("SELECT version_num FROM alembic_version")).scalar() == "0007"
+            head = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            assert head == SCHEMA_HEAD
     finally:
         reopened.close()
 
@@ -181,8 +188,8 @@ def _cli(workspace: Workspace, *args: str) -> Result:
     return CliRunner().invoke(cli, ["-w", str(workspace.root), "policy", *args])
 
 
-def test_cli_set_list_explain_and_rm(tmp_path: Path) -> None:
-    workspace, docs = make_workspace(tmp_path)
+def test_cli_set_list_explain_and_rm(tmp_path: Path, catalog_url: str | None) -> None:
+    workspace, docs = make_workspace(tmp_path, catalog_url)
     assert _cli(workspace, "set", "/docs/**", "share").exit_code == 0
     assert _cli(workspace, "set", "/docs/[draft]/**", "private").exit_code == 0
     listed = json.loads(_cli(workspace, "list", "--json").stdout)

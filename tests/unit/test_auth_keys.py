@@ -21,8 +21,8 @@ KEY_RE = re.compile(r"^ark_[a-z0-9]{8}_[a-z0-9]{32}$")
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> Iterator[Catalog]:
-    engine = create_catalog_engine(sqlite_url(tmp_path / "catalog.db"))
+def catalog(tmp_path: Path, catalog_url: str | None) -> Iterator[Catalog]:
+    engine = create_catalog_engine(catalog_url or sqlite_url(tmp_path / "catalog.db"))
     migrate(engine)
     catalog = Catalog(engine)
     for name in ("a", "b"):

@@ -21,8 +21,8 @@ PASSWORD = "long enough password"
 
 
 @pytest.fixture
-def catalog(tmp_path: Path) -> Iterator[Catalog]:
-    engine = create_catalog_engine(sqlite_url(tmp_path / "catalog.db"))
+def catalog(tmp_path: Path, catalog_url: str | None) -> Iterator[Catalog]:
+    engine = create_catalog_engine(catalog_url or sqlite_url(tmp_path / "catalog.db"))
     migrate(engine)
     catalog = Catalog(engine)
     catalog.ensure_workspace("a")

@@ -17,8 +17,8 @@ from autorag.store.catalog.repository import Catalog
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Engine:
-    engine = create_catalog_engine(sqlite_url(tmp_path / "catalog.db"))
+def engine(tmp_path: Path, catalog_url: str | None) -> Engine:
+    engine = create_catalog_engine(catalog_url or sqlite_url(tmp_path / "catalog.db"))
     migrate(engine)
     Catalog(engine).ensure_workspace("default")
     return engine

@@ -440,10 +440,11 @@ def test_html_body_survives_a_missing_head_end_tag(tmp_path: Path) -> None:
 
 def test_registry_covers_every_supported_extension() -> None:
     assert set(PARSERS) == {
-        ".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".txt", ".md", ".markdown", ".html", ".htm"
+        ".pdf", ".docx", ".pptx", ".xlsx", ".csv", ".txt", ".md", ".markdown", ".html", ".htm",
+        ".png", ".jpg", ".jpeg", ".tif", ".tiff",  # images: every page is for OCR
     }  # fmt: skip
     assert {parser.doc_type for parser in PARSERS.values()} == {
-        "pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"
+        "pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html", "image"
     }  # fmt: skip
     assert parser_for(Path("REPORT.PDF")).doc_type == "pdf"
 

@@ -72,8 +72,8 @@ def _index(
 
 
 @pytest.fixture
-def setup(tmp_path: Path) -> tuple[Catalog, WorkspaceInfo, Path]:
-    engine = create_catalog_engine(sqlite_url(tmp_path / "catalog.db"))
+def setup(tmp_path: Path, catalog_url: str | None) -> tuple[Catalog, WorkspaceInfo, Path]:
+    engine = create_catalog_engine(catalog_url or sqlite_url(tmp_path / "catalog.db"))
     migrate(engine)
     catalog = Catalog(engine)
     return catalog, catalog.ensure_workspace("default"), tmp_path / "vectors"

@@ -22,10 +22,12 @@ from autorag.api.routes import (
     documents,
     health,
     models,
+    ocr,
     openai_compat,
     p2p,
     policy,
     search,
+    web,
     workspaces,
 )
 from autorag.chat.service import ChatService
@@ -77,6 +79,7 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(search.router)
     app.include_router(workspaces.router)
     app.include_router(documents.router)
+    app.include_router(ocr.router)
     app.include_router(dlp.router)
     app.include_router(policy.router)
     app.include_router(chat.router)
@@ -85,6 +88,7 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(openai_compat.router)
     # Last: its start-up (SimpleX, the peer node) needs the chat and DLP services.
     app.include_router(p2p.router)
+    app.include_router(web.router)  # the web UI: / and /ui/{asset}
     return app
 
 

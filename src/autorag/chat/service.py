@@ -113,7 +113,7 @@ class ChatService:
         release = self.limiter.acquire(user.key)
         try:
             config = read_settings(app.catalog, app.info).agent
-            chat = self._chat(app, turn, user)
+            chat = self._chat(app, turn, user, title=question)
             resolution = self.resolve(app, config, turn.model or (chat.model if chat else None))
             orchestrator = Orchestrator(
                 app,
@@ -150,7 +150,10 @@ class ChatService:
         config = read_settings(app.catalog, app.info).agent
         self.router.check_choice(model, local_only=config.local_llm_only)
 
-    def _chat(self, app: AppContext, turn: ChatTurn, user: ChatUser) -> store.ChatInfo | None:
+    def _chat(
+        self, app: AppContext, turn: ChatTurn, user: ChatUser, *, title: str
+    ) -> store.ChatInfo | None:
+        """The turn's chat; a new one is titled with the (redacted) question."""
         engine, workspace = app.catalog.engine, app.info.id
         if turn.chat_id is not None:
             chat = store.get_chat(engine, workspace, turn.chat_id, user.id)
@@ -159,7 +162,7 @@ class ChatService:
             return chat
         if not turn.store:
             return None
-        chat = store.create_chat(engine, workspace, user.id, turn.question)
+        chat = store.create_chat(engine, workspace, user.id, title)
         return store.set_chat_model(engine, chat, turn.model) if turn.model else chat
 
     def _history(

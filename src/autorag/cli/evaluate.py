@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.progress import Progress
@@ -59,6 +59,14 @@ def beir(
         float | None, typer.Option(help="Override search.vector_weight.")
     ] = None,
     fts_weight: Annotated[float | None, typer.Option(help="Override search.fts_weight.")] = None,
+    database_url: Annotated[
+        str | None,
+        typer.Option(help="Catalog database (e.g. postgresql://…); default: embedded SQLite."),
+    ] = None,
+    vector_store: Annotated[
+        str | None,
+        typer.Option(help="Override vector_store: lancedb | pgvector | qdrant."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
     """Score retrieval on a BEIR dataset: nDCG@10, Recall@100, MRR@10, latency, throughput."""
@@ -74,7 +82,11 @@ def beir(
         )
         if value is not None
     }
-    overrides = {"search": search} if search else {}
+    overrides: dict[str, Any] = {"search": search} if search else {}
+    if database_url:
+        overrides["database_url"] = database_url
+    if vector_store:
+        overrides["vector_store"] = vector_store
     with Progress(console=console, disable=as_json) as progress:
         ingest = progress.add_task("indexing documents", total=len(dataset.corpus))
         queries = progress.add_task(

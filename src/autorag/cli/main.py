@@ -18,6 +18,8 @@ from autorag.cli import (
     evaluate,
     index,
     keys,
+    migrate,
+    ocr,
     p2p,
     policy,
     search,
@@ -76,6 +78,7 @@ index.register(app)
 search.register(app)
 chat.register(app)
 serve.register(app)
+migrate.register(app)
 app.add_typer(docs.app, name="docs")
 app.add_typer(evaluate.app, name="eval")
 app.add_typer(users.app, name="users")
@@ -85,6 +88,7 @@ app.add_typer(dlp.app, name="dlp")
 app.add_typer(datasources.app, name="import")
 app.add_typer(policy.app, name="policy")
 app.add_typer(p2p.app, name="p2p")
+app.add_typer(ocr.app, name="ocr")
 
 
 def run() -> None:

@@ -43,6 +43,8 @@ class IngestItem:
     known_hash: str | None = None
     known_status: str | None = None
     known_document_id: int | None = None
+    # OCR is queued next for pages without text: a scan then waits as pending, not failed.
+    ocr_follows: bool = False
 
 
 @dataclass(frozen=True)
@@ -52,12 +54,15 @@ class IngestOutcome:
     chunks: int = 0
     error_code: str | None = None
     error: str | None = None
+    # Pages without a usable text layer, for OCR to read (autorag.ingest.ocr).
+    ocr_pages: tuple[int, ...] = ()
 
 
 @dataclass
 class _Prepared:
     meta: DocumentMeta
     chunks: list[Chunk]
+    ocr_pages: tuple[int, ...] = ()
 
 
 OutcomeHook = Callable[[IngestOutcome], None]
@@ -174,18 +179,32 @@ class Indexer:
         )
         if parsed.needs_ocr:
             reason = "no usable text layer (under 100 characters); OCR needed"
-            return self._unindexed(meta, "needs_ocr", "needs_ocr", reason)
+            if item.ocr_follows:
+                outcome = self._unindexed(
+                    meta, "needs_ocr", "ocr_queued", "waiting for OCR", stored="pending"
+                )
+            else:
+                outcome = self._unindexed(meta, "needs_ocr", "needs_ocr", reason)
+            return replace(outcome, ocr_pages=parsed.ocr_pages)
         if redact is not None:
             parsed = redact(parsed)
         chunks = chunk_document(
             parsed, chunk_size=self.settings.chunk_size, overlap=self.settings.chunk_overlap
         )
-        return _Prepared(meta, chunks)
+        return _Prepared(meta, chunks, parsed.ocr_pages)
 
     def _unindexed(
-        self, meta: DocumentMeta, status: Literal["failed", "needs_ocr"], code: str, reason: str
+        self,
+        meta: DocumentMeta,
+        status: Literal["failed", "needs_ocr"],
+        code: str,
+        reason: str,
+        *,
+        stored: str | None = None,
     ) -> IngestOutcome:
-        document_id = self.catalog.record_unindexed(self.workspace.id, meta, status, code, reason)
+        document_id = self.catalog.record_unindexed(
+            self.workspace.id, meta, stored or status, code, reason
+        )
         self.vectors.delete_documents([document_id])
         return IngestOutcome(meta.source_id, status, error_code=code, error=reason)
 
@@ -215,4 +234,11 @@ class Indexer:
         self.vectors.add(records)
         self.catalog.mark_ready(document_ids, self.embedder.model_id)
         for prepared in batch:
-            report(IngestOutcome(prepared.meta.source_id, "ready", chunks=len(prepared.chunks)))
+            report(
+                IngestOutcome(
+                    prepared.meta.source_id,
+                    "ready",
+                    chunks=len(prepared.chunks),
+                    ocr_pages=prepared.ocr_pages,
+                )
+            )

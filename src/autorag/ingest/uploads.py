@@ -55,6 +55,11 @@ UPLOAD_TYPES: dict[str, str] = {
     ".csv": "csv",
     ".html": "html",
     ".htm": "html",
+    ".png": "png",
+    ".jpg": "jpeg",
+    ".jpeg": "jpeg",
+    ".tif": "tiff",
+    ".tiff": "tiff",
 }
 TEXT_TYPES = frozenset({"txt", "md", "csv", "html"})
 # The part of a zip container that makes it a document of each Office type.
@@ -72,6 +77,15 @@ MIME_TYPES = {
     "md": "text/markdown",
     "csv": "text/csv",
     "html": "text/html",
+    "png": "image/png",
+    "jpeg": "image/jpeg",
+    "tiff": "image/tiff",
+}
+# How each image type starts (TIFF in either byte order); OCR reads images.
+IMAGE_MAGIC: dict[str, tuple[bytes, ...]] = {
+    "png": (b"\x89PNG\r\n\x1a\n",),
+    "jpeg": (b"\xff\xd8\xff",),
+    "tiff": (b"II*\x00", b"MM\x00*"),
 }
 UPLOAD_JOB = "process_upload"
 FILE_FIELD = "file"
@@ -97,6 +111,8 @@ _MAGIC = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),
     (b"\xff\xd8\xff", "image/jpeg"),
     (b"GIF8", "image/gif"),
+    (b"II*\x00", "image/tiff"),
+    (b"MM\x00*", "image/tiff"),
     (b"\x7fELF", "application/x-executable"),
     (b"MZ", "application/x-msdownload"),
     (b"\x1f\x8b", "application/gzip"),
@@ -189,6 +205,9 @@ def sniff(path: Path, doc_type: str, limits: guards.IngestLimits) -> None:
         _sniff_office(path, doc_type, head, limits)
     elif doc_type in TEXT_TYPES:
         _sniff_text(path, doc_type, head)
+    elif doc_type in IMAGE_MAGIC:
+        if not head.startswith(IMAGE_MAGIC[doc_type]):
+            _mismatch(doc_type, head)
     else:
         raise UnsupportedMediaType(f"'{doc_type}' files are not accepted")
 
@@ -461,13 +480,16 @@ def store_upload(
     data_dir: Path,
     received: ReceivedFile,
     limits: guards.IngestLimits,
+    *,
+    ocr_mode: str = "auto",
 ) -> StoredUpload:
     """Sniff ``received``, then keep it once per content hash and queue its processing.
 
     A file whose content the workspace already holds as an upload is not stored again:
     the result names the existing document with ``duplicate=True``. Otherwise the file
     moves to ``<uploads>/<sha256>.<ext>`` and a ``pending`` document and its job are
-    written in one transaction.
+    written in one transaction. ``ocr_mode`` (auto, vision, skip) rides on the job: it
+    says how pages without a text layer are read.
     """
     try:
         filename = sanitize_filename(received.filename)
@@ -504,7 +526,11 @@ def store_upload(
                 .returning(DocumentRow.id)
             ).scalar_one()
             job_id = queue.enqueue(
-                conn, workspace.id, UPLOAD_JOB, document_id=document_id, payload={}
+                conn,
+                workspace.id,
+                UPLOAD_JOB,
+                document_id=document_id,
+                payload={"ocr_mode": ocr_mode},
             )
     except IntegrityError:
         # A concurrent upload of the same content won the unique (workspace, hash) index.
@@ -527,7 +553,9 @@ def find_upload(engine: Engine, workspace_id: int, sha256: str) -> int | None:
 
 
 # -- processing -----------------------------------------------------------------------
-def process_upload(indexer: Indexer, data_dir: Path, document_id: int) -> IngestOutcome | None:
+def process_upload(
+    indexer: Indexer, data_dir: Path, document_id: int, *, ocr_follows: bool = False
+) -> IngestOutcome | None:
     """Parse, chunk, embed and index one uploaded document (a worker's job).
 
     Idempotent: a document already ``ready`` is left alone, so a job redone after a
@@ -557,7 +585,7 @@ def process_upload(indexer: Indexer, data_dir: Path, document_id: int) -> Ingest
     )
     path = stored_path(data_dir, workspace, document.content_hash, document.doc_type)
     outcomes: list[IngestOutcome] = []
-    indexer.index([IngestItem(meta, path=path)], outcomes.append)
+    indexer.index([IngestItem(meta, path=path, ocr_follows=ocr_follows)], outcomes.append)
     return outcomes[0] if outcomes else None
 
 

@@ -43,6 +43,9 @@ class WorkspaceSettings(BaseModel):
         default=False, description="Redact personal data from documents as they are indexed"
     )
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    ocr_instructions: str = Field(
+        default="", max_length=4000, description="Added to the vision OCR prompt"
+    )
 
 
 @dataclass(frozen=True)

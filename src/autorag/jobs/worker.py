@@ -18,15 +18,16 @@ import numpy as np
 import numpy.typing as npt
 
 from autorag.context import AppContext
-from autorag.embeddings.base import KNOWN_MODEL_DIMS
 from autorag.errors import AutoragError, NotFound
+from autorag.ingest.ocr.service import ocr_wanted, plan_ocr, run_ocr_job
+from autorag.ingest.ocr.store import OCR_JOB
 from autorag.ingest.pipeline import Indexer
 from autorag.ingest.reembed import REEMBED_JOB, reembed_workspace
 from autorag.ingest.uploads import UPLOAD_JOB, process_upload, set_status, sweep_incoming
 from autorag.ingest.workspaces import workspace_by_id
 from autorag.jobs import queue
 from autorag.models import SearchFilters
-from autorag.store.vectors import VectorRecord, VectorStore, open_vector_store
+from autorag.store.vectors import VectorRecord, VectorStore
 
 log = logging.getLogger(__name__)
 
@@ -168,6 +169,7 @@ class WorkerPool:
         self._handlers: dict[str, Callable[[queue.Job], str | None]] = {
             UPLOAD_JOB: self._process_upload,
             REEMBED_JOB: self._reembed,
+            OCR_JOB: self._ocr,
         }
 
     # -- lifecycle --------------------------------------------------------------------
@@ -255,15 +257,43 @@ class WorkerPool:
             if scoped is None:
                 return None  # the workspace was deleted, its documents with it
             outcome = process_upload(
-                scoped.indexer, self.context.workspace.data_dir, job.document_id
+                scoped.indexer,
+                self.context.workspace.data_dir,
+                job.document_id,
+                ocr_follows=ocr_wanted(scoped.context, job.payload.get("ocr_mode")),
             )
         if outcome is None:
             return None
         if outcome.status == "ready":
             scoped.dirty = True
+        if outcome.ocr_pages and self._plan_ocr(scoped, job, outcome.ocr_pages):
+            return None  # the scanned pages are read by a job of their own
         if outcome.status in ("failed", "needs_ocr"):
             return f"{outcome.error_code}: {outcome.error}"
         return None
+
+    def _plan_ocr(self, scoped: _Scoped, job: queue.Job, pages: tuple[int, ...]) -> bool:
+        assert job.document_id is not None
+        mode = job.payload.get("ocr_mode")
+        planned = plan_ocr(scoped.context, job.document_id, pages, mode)
+        if planned is not None:
+            self.notify()
+        return planned is not None
+
+    def _ocr(self, job: queue.Job) -> str | None:
+        scoped = self._scope(job.workspace_id)
+        if scoped is None:
+            return None
+        # Pages are read without the workspace lock (minutes, for a long scan); only
+        # indexing the text takes it, as an upload's does.
+        failure = run_ocr_job(
+            scoped.context,
+            int(job.payload.get("ocr_job", 0)),
+            indexer=scoped.indexer,
+            guard=self.locks(job.workspace_id).shared,
+        )
+        scoped.dirty = True
+        return failure
 
     def _reembed(self, job: queue.Job) -> str | None:
         scoped = self._scope(job.workspace_id)
@@ -271,16 +301,9 @@ class WorkerPool:
             return None
         context = scoped.context
         embedder = context.embedder
-        dim = KNOWN_MODEL_DIMS.get(context.settings.embedding.model) or embedder.dim
 
         def open_table(name: str, recreate: bool) -> VectorStore:
-            return open_vector_store(
-                context.settings.vector_store,
-                context.workspace.vectors_dir,
-                name,
-                dim,
-                recreate=recreate,
-            )
+            return context.open_vector_table(name, recreate=recreate)
 
         report = reembed_workspace(
             context.catalog,

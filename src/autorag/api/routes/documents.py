@@ -17,6 +17,7 @@ from autorag.context import AppContext
 from autorag.errors import AutoragError, InvalidInput, PayloadTooLarge
 from autorag.ingest import documents as docs
 from autorag.ingest.guards import IngestLimits, human_size
+from autorag.ingest.ocr.service import UploadOcrMode
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import (
     UPLOAD_TYPES,
@@ -175,6 +176,14 @@ async def upload_document(
     response: Response,
     context: WorkspaceDep,
     pool: PoolDep,
+    ocr_mode: Annotated[
+        UploadOcrMode,
+        Query(
+            alias="ocrMode",
+            description="Pages without a text layer (scans, images): auto (local OCR, "
+            "vision if configured and the local read is poor), vision, or skip",
+        ),
+    ] = "auto",
 ) -> UploadOut:
     """Upload one file (``multipart/form-data``, field ``file``); processing runs in the
     background. 202 with the new document (``pending``), or 200 with ``duplicate: true``
@@ -182,7 +191,7 @@ async def upload_document(
     limit = int(context.settings.server.max_upload_mb * 1024**2)
     incoming = context.workspace.incoming_uploads_dir
     received = await receive_upload(request, incoming, limit)
-    stored = await run_in_threadpool(_store, context, pool, received)
+    stored = await run_in_threadpool(_store, context, pool, received, ocr_mode)
     if stored.duplicate:
         response.status_code = 200
     else:
@@ -235,7 +244,9 @@ async def _drain(request: Request, already: int = 0) -> None:
         return
 
 
-def _store(context: AppContext, pool: WorkerPool, received: ReceivedFile) -> StoredUpload:
+def _store(
+    context: AppContext, pool: WorkerPool, received: ReceivedFile, ocr_mode: str = "auto"
+) -> StoredUpload:
     ingest = context.settings.ingest
     limits = IngestLimits(
         max_file_bytes=int(ingest.max_file_mb * 1024**2),
@@ -246,7 +257,12 @@ def _store(context: AppContext, pool: WorkerPool, received: ReceivedFile) -> Sto
     with pool.locks(workspace_id).shared():
         info = workspace_by_id(context.catalog, workspace_id)  # renamed meanwhile?
         return store_upload(
-            context.catalog.engine, info, context.workspace.data_dir, received, limits
+            context.catalog.engine,
+            info,
+            context.workspace.data_dir,
+            received,
+            limits,
+            ocr_mode=ocr_mode,
         )
 
 

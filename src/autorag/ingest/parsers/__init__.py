@@ -10,6 +10,7 @@ from autorag.ingest import guards
 from autorag.ingest.parsers.base import ParseError, Parser
 from autorag.ingest.parsers.docx import DocxParser
 from autorag.ingest.parsers.html import HtmlParser
+from autorag.ingest.parsers.image import ImageParser
 from autorag.ingest.parsers.pdf import PdfParser
 from autorag.ingest.parsers.pptx import PptxParser
 from autorag.ingest.parsers.tabular import CsvParser, XlsxParser
@@ -27,6 +28,7 @@ _ALL_PARSERS: tuple[Parser, ...] = (
     TextParser(),
     MarkdownParser(),
     HtmlParser(),
+    ImageParser(),
 )
 
 PARSERS: dict[str, Parser] = {

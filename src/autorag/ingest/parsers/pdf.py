@@ -41,6 +41,7 @@ class PdfParser:
             doc_type=self.doc_type,
             pages=len(texts),
             needs_ocr=_visible_chars(texts) < _MIN_TEXT_CHARS,
+            ocr_pages=_pages_without_text(texts),
         )
 
 
@@ -66,3 +67,10 @@ def _title(reader: PdfReader) -> str | None:
 
 def _visible_chars(texts: list[str]) -> int:
     return sum(len("".join(text.split())) for text in texts)
+
+
+def _pages_without_text(texts: list[str]) -> tuple[int, ...]:
+    # The document's bar, page by page: a mixed PDF has scanned pages between text ones.
+    return tuple(
+        n for n, text in enumerate(texts, start=1) if _visible_chars([text]) < _MIN_TEXT_CHARS
+    )

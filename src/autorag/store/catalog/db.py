@@ -9,24 +9,62 @@ from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy.engine import ExceptionContext, make_url
+from sqlalchemy.exc import DataError, DBAPIError
 
-from autorag.errors import Unavailable
+from autorag.errors import InvalidInput, Unavailable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Bump with every new migration: lets start-up skip Alembic when the schema is current.
-SCHEMA_HEAD = "0007"
+SCHEMA_HEAD = "0009"
 
 
 def sqlite_url(path: Path) -> str:
     return f"sqlite:///{path}"
 
 
+# Bare PostgreSQL URLs mean psycopg 3: SQLAlchemy would otherwise pick psycopg2.
+_POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+# Seconds before an unreachable server is reported, instead of the OS's minutes-long wait.
+_CONNECT_TIMEOUT_S = 10
+
+
+def normalize_database_url(url: str) -> str:
+    """``postgresql://…`` (or ``postgres://…``) as ``postgresql+psycopg://…``."""
+    for scheme in _POSTGRES_SCHEMES:
+        if url.startswith(scheme):
+            return "postgresql+psycopg://" + url.removeprefix(scheme)
+    return url
+
+
 def create_catalog_engine(url: str) -> Engine:
+    url = normalize_database_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
         event.listen(engine, "connect", _configure_sqlite)
         return engine
-    return create_engine(url, pool_pre_ping=True)
+    try:
+        parsed = make_url(url)
+        connect_args = {} if "connect_timeout" in parsed.query else _server_connect_args(parsed)
+        engine = create_engine(parsed, pool_pre_ping=True, connect_args=connect_args)
+    except Exception as exc:  # unparsable URL, unknown dialect, driver not installed
+        raise Unavailable(f"catalog database URL not usable: {_reason(exc)}") from exc
+    event.listen(engine, "handle_error", _refused_value)
+    return engine
+
+
+def _server_connect_args(url: Any) -> dict[str, Any]:
+    return {"connect_timeout": _CONNECT_TIMEOUT_S} if url.get_backend_name() == "postgresql" else {}
+
+
+def _refused_value(context: ExceptionContext) -> None:
+    """A server refuses values SQLite stores: an id past 32 bits (from a URL), a NUL
+    character in text, a string longer than its column. Bad input, not a server fault."""
+    if isinstance(context.sqlalchemy_exception, DataError):
+        reason = _reason(context.original_exception)
+        raise InvalidInput(f"the catalog database refused a value: {reason}") from (
+            context.sqlalchemy_exception
+        )
 
 
 def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
@@ -51,7 +89,13 @@ def migrate(engine: Engine) -> None:
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
     except Exception as exc:  # any driver error means the catalog cannot be used
-        raise Unavailable(f"catalog database unavailable: {exc}") from exc
+        raise Unavailable(f"catalog database unavailable: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own message: SQLAlchemy's wrapper adds the SQL and a help link."""
+    cause = exc.orig if isinstance(exc, DBAPIError) and exc.orig is not None else exc
+    return " ".join(str(cause).split()) or type(cause).__name__
 
 
 def ping(engine: Engine) -> None:

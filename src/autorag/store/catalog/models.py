@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from sqlalchemy import (
     BigInteger,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -349,3 +350,54 @@ class PolicySeenSourceRow(Base):
     first_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     last_seen_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     count: Mapped[int] = mapped_column(Integer, default=1)
+
+
+class OcrJobRow(Base):
+    """One OCR pass over a document's scanned pages, with its progress and review state."""
+
+    __tablename__ = "ocr_jobs"
+    __table_args__ = (
+        Index("ix_ocr_jobs_workspace_status", "workspace_id", "status", "id"),
+        Index("ix_ocr_jobs_document", "document_id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    mode: Mapped[str] = mapped_column(String(16))  # auto | vision
+    # queued | running | review | indexing | indexed | rejected | failed | no_text
+    status: Mapped[str] = mapped_column(String(16))
+    engine: Mapped[str | None] = mapped_column(String(64))  # engines that read pages
+    pages_total: Mapped[int] = mapped_column(Integer, default=0)  # pages to OCR
+    pages_done: Mapped[int] = mapped_column(Integer, default=0)
+    quality: Mapped[float | None] = mapped_column(Float)  # engine confidence, 0..1
+    credibility: Mapped[float | None] = mapped_column(Float)  # word-likeness, 0..1
+    reason: Mapped[str | None] = mapped_column(Text)  # why it failed or waits
+    reviewed_by: Mapped[str | None] = mapped_column(String(100))
+    reviewed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
+
+
+class OcrPageRow(Base):
+    """One page of an OCR job: whether and how it was read, and the text it gave."""
+
+    __tablename__ = "ocr_pages"
+    __table_args__ = (
+        UniqueConstraint("job_id", "page", name="uq_ocr_pages_job_page"),
+        Index("ix_ocr_pages_document", "document_id", "page"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("ocr_jobs.id", ondelete="CASCADE"))
+    document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
+    page: Mapped[int] = mapped_column(Integer)  # 1-based; a frame of a multi-page TIFF
+    # queued | done | low | blank | failed | skipped
+    status: Mapped[str] = mapped_column(String(16))
+    engine: Mapped[str | None] = mapped_column(String(32))
+    confidence: Mapped[float | None] = mapped_column(Float)
+    credibility: Mapped[float | None] = mapped_column(Float)
+    chars: Mapped[int] = mapped_column(Integer, default=0)
+    rotation: Mapped[int] = mapped_column(Integer, default=0)  # degrees turned to read it
+    text: Mapped[str] = mapped_column(Text, default="")
+    reason: Mapped[str | None] = mapped_column(Text)

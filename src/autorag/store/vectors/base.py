@@ -10,6 +10,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from autorag.errors import InvalidInput
 from autorag.models import SearchFilters
 
 
@@ -20,6 +21,16 @@ class VectorRecord:
     doc_type: str
     doc_date: datetime
     vector: npt.NDArray[np.float32]
+
+
+def check_dimensions(records: Sequence[VectorRecord], dim: int) -> None:
+    """Reject vectors of another size before a store half-writes a batch."""
+    for record in records:
+        if record.vector.shape != (dim,):
+            raise InvalidInput(
+                f"chunk {record.chunk_id}: a vector of shape {record.vector.shape} "
+                f"in a store of {dim}-dim vectors"
+            )
 
 
 class VectorStore(Protocol):

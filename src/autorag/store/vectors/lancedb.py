@@ -6,7 +6,7 @@ import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
@@ -14,8 +14,11 @@ import pyarrow as pa
 
 from autorag.errors import Unavailable
 from autorag.models import SearchFilters
-from autorag.store.vectors.base import VectorRecord
+from autorag.store.vectors.base import VectorRecord, check_dimensions
 from autorag.store.vectors.exact import ExactIndex
+
+if TYPE_CHECKING:
+    from lancedb.table import Table
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +51,7 @@ class LanceVectorStore:
             self._db = lancedb.connect(str(directory), read_consistency_interval=timedelta(0))
             if recreate:
                 self._db.drop_table(table_name, ignore_missing=True)  # type: ignore[call-arg]
-            self._table = self._db.create_table(table_name, schema=self._schema, exist_ok=True)
+            self._table = self._open_or_create(table_name)
         except Exception as exc:
             raise Unavailable(f"vector store at {directory} unavailable: {exc}") from exc
         self._exact: tuple[int, ExactIndex] | None = None  # (table version, index)
@@ -59,9 +62,18 @@ class LanceVectorStore:
                 f"model makes {dim}-dim ones: run `autorag reindex`"
             )
 
+    def _open_or_create(self, table_name: str) -> Table:
+        # Opened, not created with exist_ok: that rejects a table of another vector size
+        # with a bare schema error, before the dimension check below can say "reindex".
+        try:
+            return self._db.open_table(table_name)
+        except ValueError:  # not found
+            return self._db.create_table(table_name, schema=self._schema, exist_ok=True)
+
     def add(self, records: Sequence[VectorRecord]) -> None:
         if not records:
             return
+        check_dimensions(records, self.dim)
         ids = [r.chunk_id for r in records]
         vectors = np.stack([r.vector for r in records]).astype(np.float32, copy=False)
         batch = pa.table(

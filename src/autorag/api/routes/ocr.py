@@ -1,0 +1,193 @@
+"""OCR over HTTP: a workspace's OCR jobs with their per-page results, the review of
+results below the quality bar, and the vision prompt's custom instructions.
+
+Reading needs ``documents:read``; approving, rejecting and changing the instructions
+need ``workspaces:write`` (managers and admins). Approving indexes the text at once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from autorag.api.auth import Principal, require
+from autorag.api.deps import WorkspaceDep
+from autorag.context import AppContext
+from autorag.ingest import workspaces as ws
+from autorag.ingest.ocr import service, store
+from autorag.jobs.worker import WorkerPool
+
+router = APIRouter(prefix="/api/workspaces/{workspace}/ocr", tags=["ocr"])
+ReadDep = Annotated[Principal, Depends(require("documents:read"))]
+ReviewDep = Annotated[Principal, Depends(require("workspaces:write"))]
+MAX_ID = 2**62
+JobId = Annotated[int, Path(ge=1, le=MAX_ID, description="OCR job id")]
+
+
+class OcrPageOut(BaseModel):
+    page: int
+    status: str  # queued | done | low | blank | failed | skipped
+    engine: str | None
+    confidence: float | None
+    credibility: float | None
+    chars: int
+    rotation: int  # degrees the page was turned to be read
+    reason: str | None
+    text: str
+
+
+class OcrJobOut(BaseModel):
+    id: int
+    documentId: int
+    title: str
+    sourceId: str
+    mode: str  # auto | vision
+    status: store.JobStatus
+    engine: str | None
+    pagesDone: int
+    pagesTotal: int
+    quality: float | None  # engine confidence, 0..1
+    credibility: float | None  # word-likeness of the text, 0..1
+    reason: str | None
+    reviewedBy: str | None
+    reviewedAt: datetime | None
+    createdAt: datetime
+    updatedAt: datetime
+
+
+class OcrJobDetailOut(OcrJobOut):
+    pages: list[OcrPageOut]
+
+
+class OcrJobListOut(BaseModel):
+    items: list[OcrJobOut]
+    total: int
+    limit: int
+    offset: int
+
+
+class InstructionsIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    instructions: str = Field(max_length=4000, description="Added to the vision OCR prompt")
+
+
+class InstructionsOut(BaseModel):
+    instructions: str
+
+
+def _job(job: store.OcrJob) -> OcrJobOut:
+    return OcrJobOut(
+        id=job.id,
+        documentId=job.document_id,
+        title=job.title,
+        sourceId=job.source_id,
+        mode=job.mode,
+        status=job.status,
+        engine=job.engine,
+        pagesDone=job.pages_done,
+        pagesTotal=job.pages_total,
+        quality=job.quality,
+        credibility=job.credibility,
+        reason=job.reason,
+        reviewedBy=job.reviewed_by,
+        reviewedAt=job.reviewed_at,
+        createdAt=job.created_at,
+        updatedAt=job.updated_at,
+    )
+
+
+def _detail(context: AppContext, job: store.OcrJob) -> OcrJobDetailOut:
+    pages = [
+        OcrPageOut(
+            page=p.page,
+            status=p.status,
+            engine=p.engine,
+            confidence=p.confidence,
+            credibility=p.credibility,
+            chars=p.chars,
+            rotation=p.rotation,
+            reason=p.reason,
+            text=p.text,
+        )
+        for p in store.pages(context.catalog.engine, job.id)
+    ]
+    return OcrJobDetailOut(**_job(job).model_dump(), pages=pages)
+
+
+@router.get("/jobs", response_model=OcrJobListOut)
+def list_jobs(
+    _: ReadDep,
+    context: WorkspaceDep,
+    status: Annotated[store.JobStatus | None, Query(description="Only this status")] = None,
+    document_id: Annotated[
+        int | None, Query(alias="documentId", ge=1, le=MAX_ID, description="Only this document")
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=MAX_ID)] = 0,
+) -> OcrJobListOut:
+    """The workspace's OCR jobs, newest first; ``status=review`` lists those waiting for
+    an approval."""
+    jobs, total = store.list_jobs(
+        context.catalog.engine,
+        context.info.id,
+        status=status,
+        document_id=document_id,
+        limit=limit,
+        offset=offset,
+    )
+    return OcrJobListOut(items=[_job(j) for j in jobs], total=total, limit=limit, offset=offset)
+
+
+@router.get("/jobs/{job_id}", response_model=OcrJobDetailOut)
+def get_job(_: ReadDep, context: WorkspaceDep, job_id: JobId) -> OcrJobDetailOut:
+    """One OCR job: progress, scores and every page's status, scores and text."""
+    return _detail(
+        context, store.get_job(context.catalog.engine, job_id, workspace_id=context.info.id)
+    )
+
+
+@router.post("/jobs/{job_id}/approve", response_model=OcrJobDetailOut)
+def approve_job(
+    principal: ReviewDep, request: Request, context: WorkspaceDep, job_id: JobId
+) -> OcrJobDetailOut:
+    """Index the text of a job waiting for review (409 unless it waits)."""
+    pool: WorkerPool = request.app.state.workers
+    job = service.approve(
+        context,
+        job_id,
+        reviewer=principal.username,
+        user_id=principal.user_id,
+        indexer=context.indexer,
+        # Exclusive: the pool's workers write this workspace's vectors through their own
+        # handle, as a delete does.
+        guard=pool.locks(context.info.id).exclusive,
+    )
+    return _detail(context, job)
+
+
+@router.post("/jobs/{job_id}/reject", response_model=OcrJobDetailOut)
+def reject_job(principal: ReviewDep, context: WorkspaceDep, job_id: JobId) -> OcrJobDetailOut:
+    """Drop the text of a job waiting for review: it is never indexed (409 unless it
+    waits)."""
+    job = service.reject(context, job_id, reviewer=principal.username, user_id=principal.user_id)
+    return _detail(context, job)
+
+
+@router.get("/instructions", response_model=InstructionsOut)
+def get_instructions(_: ReadDep, context: WorkspaceDep) -> InstructionsOut:
+    """The workspace's custom instructions for the vision OCR prompt."""
+    return InstructionsOut(
+        instructions=ws.read_settings(context.catalog, context.info).ocr_instructions
+    )
+
+
+@router.put("/instructions", response_model=InstructionsOut)
+def set_instructions(_: ReviewDep, context: WorkspaceDep, body: InstructionsIn) -> InstructionsOut:
+    """Replace the custom instructions added to the vision OCR prompt."""
+    changes = {"ocr_instructions": body.instructions}
+    settings = ws.update_settings(context.catalog, context.info, changes)
+    return InstructionsOut(instructions=settings.ocr_instructions)

@@ -1,0 +1,249 @@
+"""OCR jobs and their pages in the catalog: created with their queue job, then progress,
+page results and the review, each a short transaction of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy.orm import Session
+
+from autorag.errors import NotFound
+from autorag.jobs import queue
+from autorag.store.catalog.models import DocumentRow, OcrJobRow, OcrPageRow, utcnow
+
+OCR_JOB = "ocr"  # the kind of its job in the durable queue
+JobStatus = Literal[
+    "queued", "running", "review", "indexing", "indexed", "rejected", "failed", "no_text"
+]
+JOB_STATUSES: tuple[JobStatus, ...] = (
+    "queued", "running", "review", "indexing", "indexed", "rejected", "failed", "no_text"
+)  # fmt: skip
+ACTIVE: tuple[JobStatus, ...] = ("queued", "running", "review", "indexing")
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    page: int
+    status: str  # queued | done | low | blank | failed | skipped
+    engine: str | None
+    confidence: float | None
+    credibility: float | None
+    chars: int
+    rotation: int
+    text: str
+    reason: str | None
+
+
+@dataclass(frozen=True)
+class OcrJob:
+    id: int
+    workspace_id: int
+    document_id: int
+    title: str
+    source_id: str
+    mode: str
+    status: JobStatus
+    engine: str | None
+    pages_total: int
+    pages_done: int
+    quality: float | None
+    credibility: float | None
+    reason: str | None
+    reviewed_by: str | None
+    reviewed_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+def create_job(
+    conn: Connection,
+    workspace_id: int,
+    document_id: int,
+    pages: Sequence[int],
+    *,
+    mode: str,
+    max_pages: int,
+) -> int:
+    """An OCR job over ``pages`` and its queue job, in the caller's transaction. Pages
+    past ``max_pages`` are recorded as skipped, with the reason."""
+    now = utcnow()
+    over = max(0, len(pages) - max_pages)
+    job_id = conn.execute(
+        insert(OcrJobRow)
+        .values(
+            workspace_id=workspace_id,
+            document_id=document_id,
+            mode=mode,
+            status="queued",
+            pages_total=len(pages),
+            pages_done=over,
+            created_at=now,
+            updated_at=now,
+        )
+        .returning(OcrJobRow.id)
+    ).scalar_one()
+    cap = f"over the OCR page cap of {max_pages} (ocr.max_pages)"
+    rows = [
+        {
+            "job_id": job_id,
+            "document_id": document_id,
+            "page": page,
+            "status": "queued" if index < max_pages else "skipped",
+            "reason": None if index < max_pages else cap,
+        }
+        for index, page in enumerate(pages)
+    ]
+    if rows:
+        conn.execute(insert(OcrPageRow), rows)
+    queue.enqueue(conn, workspace_id, OCR_JOB, document_id=document_id, payload={"ocr_job": job_id})
+    return int(job_id)
+
+
+def active_job(engine: Engine, document_id: int) -> int | None:
+    """The document's OCR job that is not finished, if any."""
+    query = select(OcrJobRow.id).where(
+        OcrJobRow.document_id == document_id, OcrJobRow.status.in_(ACTIVE)
+    )
+    with engine.connect() as conn:
+        found = conn.execute(query.order_by(OcrJobRow.id.desc()).limit(1)).scalar()
+    return None if found is None else int(found)
+
+
+def get_job(engine: Engine, job_id: int, *, workspace_id: int | None = None) -> OcrJob:
+    query = _jobs().where(OcrJobRow.id == job_id)
+    if workspace_id is not None:
+        query = query.where(OcrJobRow.workspace_id == workspace_id)
+    with Session(engine, expire_on_commit=False) as session:
+        row = session.execute(query).first()
+    if row is None:
+        raise NotFound(f"no OCR job {job_id} in this workspace")
+    return _job(row)
+
+
+def list_jobs(
+    engine: Engine,
+    workspace_id: int,
+    *,
+    status: str | None = None,
+    document_id: int | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[list[OcrJob], int]:
+    """Newest first, with the total count before paging."""
+    where: list[Any] = [OcrJobRow.workspace_id == workspace_id]
+    if status is not None:
+        where.append(OcrJobRow.status == status)
+    if document_id is not None:
+        where.append(OcrJobRow.document_id == document_id)
+    with Session(engine, expire_on_commit=False) as session:
+        total = session.execute(select(func.count(OcrJobRow.id)).where(*where)).scalar_one()
+        rows = session.execute(
+            _jobs().where(*where).order_by(OcrJobRow.id.desc()).limit(limit).offset(offset)
+        ).all()
+    return [_job(r) for r in rows], int(total)
+
+
+def pages(engine: Engine, job_id: int) -> list[OcrPage]:
+    query = select(OcrPageRow).where(OcrPageRow.job_id == job_id).order_by(OcrPageRow.page)
+    with Session(engine) as session:
+        return [_page(row) for row in session.scalars(query)]
+
+
+def queued_pages(engine: Engine, job_id: int) -> list[int]:
+    query = select(OcrPageRow.page).where(
+        OcrPageRow.job_id == job_id, OcrPageRow.status == "queued"
+    )
+    with engine.connect() as conn:
+        return [int(p) for p in conn.execute(query.order_by(OcrPageRow.page)).scalars()]
+
+
+def save_page(engine: Engine, job_id: int, page: int, values: dict[str, Any]) -> None:
+    """Record one page's result and count it done: the job's progress."""
+    with engine.begin() as conn:
+        changed = conn.execute(
+            update(OcrPageRow)
+            .where(
+                OcrPageRow.job_id == job_id,
+                OcrPageRow.page == page,
+                OcrPageRow.status == "queued",
+            )
+            .values(**values)
+        ).rowcount
+        if changed:
+            conn.execute(
+                update(OcrJobRow)
+                .where(OcrJobRow.id == job_id)
+                .values(pages_done=OcrJobRow.pages_done + 1, updated_at=utcnow())
+            )
+
+
+def set_status(
+    db: Engine,
+    job_id: int,
+    status: JobStatus,
+    *,
+    expect: Collection[str] | None = None,
+    **values: Any,
+) -> bool:
+    """Move the job to ``status`` (only from ``expect``, when given) with other column
+    ``values``; whether it moved."""
+    query = update(OcrJobRow).where(OcrJobRow.id == job_id)
+    if expect is not None:
+        query = query.where(OcrJobRow.status.in_(list(expect)))
+    with db.begin() as conn:
+        moved = conn.execute(query.values(status=status, updated_at=utcnow(), **values))
+    return bool(moved.rowcount)
+
+
+def _jobs() -> Any:
+    return select(OcrJobRow, DocumentRow.title, DocumentRow.source_id).join(
+        DocumentRow, DocumentRow.id == OcrJobRow.document_id
+    )
+
+
+def _job(row: Any) -> OcrJob:
+    job: OcrJobRow = row[0]
+    return OcrJob(
+        id=job.id,
+        workspace_id=job.workspace_id,
+        document_id=job.document_id,
+        title=row[1],
+        source_id=row[2],
+        mode=job.mode,
+        status=job.status,  # type: ignore[arg-type]
+        engine=job.engine,
+        pages_total=job.pages_total,
+        pages_done=job.pages_done,
+        quality=job.quality,
+        credibility=job.credibility,
+        reason=job.reason,
+        reviewed_by=job.reviewed_by,
+        reviewed_at=_utc(job.reviewed_at),
+        created_at=_utc(job.created_at) or job.created_at,
+        updated_at=_utc(job.updated_at) or job.updated_at,
+    )
+
+
+def _page(row: OcrPageRow) -> OcrPage:
+    return OcrPage(
+        page=row.page,
+        status=row.status,
+        engine=row.engine,
+        confidence=row.confidence,
+        credibility=row.credibility,
+        chars=row.chars,
+        rotation=row.rotation,
+        text=row.text,
+        reason=row.reason,
+    )
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """Catalog timestamps are UTC; SQLite returns them without their zone."""
+    if value is None:
+        return None
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
