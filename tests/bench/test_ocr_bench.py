@@ -11,6 +11,7 @@ other worker's).
 
 from __future__ import annotations
 
+import resource
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -57,16 +58,28 @@ def _run(
     return len(expected) / (time.perf_counter() - started), accuracies
 
 
+def _cpu_seconds() -> float:
+    """CPU time of this process and its finished children (Tesseract runs as those)."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 def _bench(name: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     engine = build_engine(name, EngineConfig(OcrSettings(), LLMSettings()))
     path, expected = _corpus(tmp_path)
     engine.recognize(page_image(sentences(2)))  # a model's first call loads it
     one, _ = _run(engine, path, expected[:2], 1)
+    cpu = _cpu_seconds()
     rate, accuracies = _run(engine, path, expected, WORKERS)
+    per_page = (_cpu_seconds() - cpu) / len(expected)
     mean = sum(accuracies) / len(accuracies)
+    # CPU time per page does not depend on what else the machine runs: 2 / it is what
+    # two idle cores would do.
     print(
-        f"\n{name}: {rate:.2f} pages/s with {WORKERS} workers ({one:.2f} with 1), A4 at "
+        f"\n{name}: {rate:.2f} pages/s with {WORKERS} workers ({one:.2f} with 1), "
+        f"{per_page:.1f} CPU-s a page (2 idle cores: {2 / per_page:.2f} pages/s), A4 at "
         f"300 dpi, {LINES} lines a page; character accuracy mean {mean:.2%}, "
         f"worst page {min(accuracies):.2%} over {len(accuracies)} pages "
         f"(goal ≥ {ACCURACY_GOAL:.0%})"

@@ -166,6 +166,25 @@ def test_or_semantics_rank_documents_matching_more_words_first(catalog: Catalog)
     assert _titles(catalog, found) == ["both", "one"]
 
 
+def test_rare_words_weigh_more_than_common_ones(catalog: Catalog) -> None:
+    common = {f"common {i}": "Patients were treated in the clinic." for i in range(8)}
+    _stage(
+        catalog,
+        "a",
+        {
+            **common,
+            "many": "Patients, patients and more patients: patients everywhere.",
+            "rare": "One patient had thalassemia.",
+        },
+    )
+    index = PostgresFullTextIndex(catalog.engine)
+    found = index.search(
+        catalog.ensure_workspace("a").id, "thalassemia patients", depth=3, filters=NONE
+    )
+    # BM25's IDF: "thalassemia" (1 chunk) outweighs "patients" (9 chunks) repeated 4 times.
+    assert _titles(catalog, found)[:2] == ["rare", "many"]
+
+
 def test_title_weight_lifts_title_matches(catalog: Catalog) -> None:
     _stage(
         catalog,

@@ -30,6 +30,9 @@ _UPGRADE = [
     "NEW.tsv := chunks_tsv((SELECT config FROM fulltext_settings WHERE id = 1)::regconfig, "
     "NEW.title, NEW.text); RETURN NEW; END $$",
     "ALTER TABLE chunks ADD COLUMN tsv tsvector",
+    # Inline where it fits (the text moves out first): every search reads the vectors of
+    # all matching chunks, and a TOAST fetch per chunk made that the slowest part.
+    "ALTER TABLE chunks ALTER COLUMN tsv SET STORAGE MAIN",
     "UPDATE chunks SET tsv = chunks_tsv('simple', title, text)",
     # BEFORE, so the vector commits in the same row write as the text it comes from.
     "CREATE TRIGGER chunks_tsv_update BEFORE INSERT OR UPDATE OF title, text ON chunks "
