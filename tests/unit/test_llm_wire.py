@@ -24,7 +24,7 @@ from autorag.llm.base import ChatMessage, LLMDelta, ToolCall, ToolSpec, Usage
 from autorag.llm.extractive import ExtractiveProvider
 from autorag.llm.ollama import OllamaProvider
 from autorag.llm.openai_compat import OpenAICompatProvider, _ChatStream, sse_data
-from autorag.llm.registry import LLM_KINDS, build_provider, get_llm_provider
+from autorag.llm.registry import LLM_KINDS, build_provider
 
 SEARCH = ToolSpec(
     "rag_search",
@@ -257,8 +257,7 @@ def test_an_unknown_kind_lists_the_known_ones() -> None:
 
 
 def test_extractive_speaks_the_whole_protocol() -> None:
-    provider = get_llm_provider("extractive")
-    assert isinstance(provider, ExtractiveProvider)
+    provider = ExtractiveProvider()
     assert (provider.name, provider.local, provider.default_model) == (
         "extractive",
         True,

@@ -47,7 +47,6 @@ class _Sentence:
 
 class ExtractiveProvider:
     name = "extractive"
-    model_id = "extractive"
     local = True
     default_model = "extractive"
 

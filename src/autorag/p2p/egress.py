@@ -37,7 +37,9 @@ def gate(hits: Sequence[SearchHit], policy: PolicyStore, dlp: DlpSession) -> Gat
         if level == "private" or canonical is None:
             gated.withheld += 1
             continue
-        item = PendingSource(canonical, hit.title, _snippet(hit.text), hit.score, hit.page)
+        item = PendingSource(
+            canonical, hit.title, one_line(hit.text, SNIPPET_CHARS), hit.score, hit.page
+        )
         (gated.shared if level == "share" else gated.pending).append(item)
     gated.shared = redact(gated.shared, dlp)
     gated.pending = redact(gated.pending, dlp)
@@ -52,7 +54,3 @@ def redact(items: list[PendingSource], dlp: DlpSession) -> list[PendingSource]:
         replace(item, source=scanned[3 * n], title=scanned[3 * n + 1], snippet=scanned[3 * n + 2])
         for n, item in enumerate(items)
     ]
-
-
-def _snippet(text: str) -> str:
-    return one_line(text, SNIPPET_CHARS)
