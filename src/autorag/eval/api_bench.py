@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AsyncExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -111,7 +112,9 @@ class CpuUsage:
 
 
 @dataclass
-class ApiBenchReport:
+class ServerBench:
+    """What a benchmark against a real server ran on; its report's first fields."""
+
     dataset: str
     split: str
     documents: int
@@ -122,6 +125,35 @@ class ApiBenchReport:
     load_average_before: tuple[float, float, float]
     ingest_seconds: float
     server_command: list[str]
+
+
+def server_bench(
+    app: AppContext,
+    dataset: BeirDataset,
+    *,
+    split: str,
+    queries: int,
+    load_average: tuple[float, float, float],
+    ingest_seconds: float,
+    server: Server,
+) -> dict[str, Any]:
+    """The ``ServerBench`` fields of a run, for a report's constructor."""
+    return {
+        "dataset": dataset.name,
+        "split": split,
+        "documents": len(dataset.corpus),
+        "queries": queries,
+        "chunks": app.catalog.chunk_count(app.info.id),
+        "embedding_model": app.embedder.model_id,
+        "cpus": _usable_cpus(),
+        "load_average_before": load_average,
+        "ingest_seconds": ingest_seconds,
+        "server_command": server.command,
+    }
+
+
+@dataclass
+class ApiBenchReport(ServerBench):
     overhead: OverheadResult
     load: LoadResult  # closed loop
     paced: LoadResult | None  # at a fixed rate (None: not run)
@@ -334,16 +366,15 @@ def run_api_bench(
                     )
                 )
         return ApiBenchReport(
-            dataset=dataset.name,
-            split=split,
-            documents=len(dataset.corpus),
-            queries=len(queries),
-            chunks=app.catalog.chunk_count(app.info.id),
-            embedding_model=app.embedder.model_id,
-            cpus=_usable_cpus(),
-            load_average_before=load_average,
-            ingest_seconds=ingest_seconds,
-            server_command=server.command,
+            **server_bench(
+                app,
+                dataset,
+                split=split,
+                queries=len(queries),
+                load_average=load_average,
+                ingest_seconds=ingest_seconds,
+                server=server,
+            ),
             overhead=overhead,
             load=load,
             paced=paced,

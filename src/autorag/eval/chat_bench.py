@@ -47,10 +47,11 @@ from autorag.errors import AutoragError, InvalidInput
 from autorag.eval.api_bench import (
     REQUEST_TIMEOUT_S,
     LatencyStats,
+    ServerBench,
     _admin_key,
-    _usable_cpus,
     latency_stats,
     running_server,
+    server_bench,
 )
 from autorag.eval.beir import BeirDataset
 from autorag.eval.metrics import percentile
@@ -150,17 +151,7 @@ class HttpResult:
 
 
 @dataclass
-class ChatBenchReport:
-    dataset: str
-    split: str
-    documents: int
-    queries: int  # answered on each side (warm-up excluded)
-    chunks: int
-    embedding_model: str
-    cpus: int
-    load_average_before: tuple[float, float, float]
-    ingest_seconds: float
-    server_command: list[str]
+class ChatBenchReport(ServerBench):  # queries: answered on each side, warm-up excluded
     in_process: InProcessResult
     http: HttpResult
     goals: dict[str, bool] = field(default_factory=dict)
@@ -286,16 +277,15 @@ def run_chat_bench(
                 path = f"/api/workspaces/{app.info.name}/chat/stream"
                 http = measure_http(client, path, timed, warmup, answered)
         return ChatBenchReport(
-            dataset=dataset.name,
-            split=split,
-            documents=len(dataset.corpus),
-            queries=len(timed),
-            chunks=app.catalog.chunk_count(app.info.id),
-            embedding_model=app.embedder.model_id,
-            cpus=_usable_cpus(),
-            load_average_before=load_average,
-            ingest_seconds=ingest_seconds,
-            server_command=server.command,
+            **server_bench(
+                app,
+                dataset,
+                split=split,
+                queries=len(timed),
+                load_average=load_average,
+                ingest_seconds=ingest_seconds,
+                server=server,
+            ),
             in_process=in_process,
             http=http,
             goals=check_goals(in_process, http),
