@@ -125,7 +125,7 @@ class ChatService:
             )
             request = AgentRequest(
                 question,
-                _redacted_history(self._history(app, turn, chat), dlp),
+                self._history(app, turn, chat, dlp),
                 turn.filters,
                 chat.id if chat else None,
                 user.id,
@@ -166,10 +166,16 @@ class ChatService:
         return store.set_chat_model(engine, chat, turn.model) if turn.model else chat
 
     def _history(
-        self, app: AppContext, turn: ChatTurn, chat: store.ChatInfo | None
+        self,
+        app: AppContext,
+        turn: ChatTurn,
+        chat: store.ChatInfo | None,
+        dlp: DlpSession | None,
     ) -> list[ChatMessage]:
+        """The conversation so far. A stored chat was stored redacted; a conversation the
+        client sends (OpenAI clients send all of it) is redacted here."""
         if turn.history is not None:
-            return list(turn.history)
+            return _redacted_history(list(turn.history), dlp)
         if chat is None or turn.chat_id is None:
             return []
         return store.history(app.catalog.engine, chat.id, turns=HISTORY_MESSAGES)
@@ -239,7 +245,6 @@ class Inbound:
 
 
 def _redacted_history(history: list[ChatMessage], dlp: DlpSession | None) -> list[ChatMessage]:
-    """Earlier turns a client sent (OpenAI clients send the whole conversation)."""
     if dlp is None or not history:
         return history
     scanned = dlp.scan_many([m.content for m in history], channel="chat_input")
