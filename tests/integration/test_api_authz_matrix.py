@@ -34,17 +34,23 @@ import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import update
 
 from autorag.auth import service
 from autorag.context import AppContext
+from autorag.ingest.ocr import store as ocr_store
 from autorag.p2p.approvals import Approvals, PendingSource
 from autorag.p2p.registry import PeerRegistry
+from autorag.store.catalog.db import create_catalog_engine, sqlite_url
+from autorag.store.catalog.models import OcrJobRow
+from autorag.store.catalog.repository import Catalog
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ApiServer, LaunchApi
@@ -141,6 +147,9 @@ class World:
     requests: set[str] = field(default_factory=set)  # every P2P request filed here
     kept_request: str = ""  # the P2P request refused cells aim at
     chats: ChatState = field(default_factory=ChatState)  # chats the cells act on
+    # Each workspace's OCR job waiting for review that refused cells aim at: the fixture
+    # document it reads, and the job.
+    kept_ocr: dict[str, tuple[int, int]] = field(default_factory=dict)
     _counter: Iterator[int] = field(default_factory=itertools.count)
 
     @property
@@ -210,6 +219,15 @@ class World:
     def usernames(self) -> dict[str, dict[str, Any]]:
         users = self.call("GET", "/api/users", self.admin).json()
         return {u["username"]: u for u in users}
+
+    @contextmanager
+    def catalog(self) -> Iterator[Catalog]:
+        """The server's workspace catalog, for objects no route makes."""
+        engine = create_catalog_engine(sqlite_url(self.api.workspace.database_file))
+        try:
+            yield Catalog(engine)
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture(scope="module")
@@ -554,6 +572,133 @@ def _search_check(cell: Cell, response: httpx.Response) -> None:
     assert ids <= cell.world.ids[cell.workspace]
 
 
+# -- OCR: a workspace's OCR jobs, their review, and the vision prompt's instructions ----
+def _review_job(world: World, workspace: str) -> int:
+    """A new OCR job over page 1 of the workspace's fixture document, waiting for review.
+
+    Made in one transaction with its queue job: the worker that claims that finds the
+    OCR job already waiting for review and leaves it be, so no cell races the worker.
+    """
+    with world.catalog() as catalog:
+        workspace_id = catalog.get_workspace(workspace).id
+        with catalog.engine.begin() as conn:
+            job_id = ocr_store.create_job(
+                conn, workspace_id, world.docs[workspace], [1], mode="auto", max_pages=1
+            )
+            conn.execute(
+                update(OcrJobRow)
+                .where(OcrJobRow.id == job_id)
+                .values(status="review", reason="held for review by the matrix")
+            )
+    return job_id
+
+
+def _kept_review(world: World, workspace: str) -> int:
+    """The workspace's review job refused cells aim at (made again with the workspace)."""
+    document_id = world.docs[workspace]
+    if world.kept_ocr.get(workspace, (None, 0))[0] != document_id:
+        world.kept_ocr[workspace] = (document_id, _review_job(world, workspace))
+    return world.kept_ocr[workspace][1]
+
+
+def _ocr_status(world: World, workspace: str, job_id: int) -> str:
+    response = world.call("GET", f"/api/workspaces/{workspace}/ocr/jobs/{job_id}", world.admin)
+    assert response.status_code == 200, response.text
+    status: str = response.json()["status"]
+    return status
+
+
+def _ocr_jobs(cell: Cell) -> Params:
+    for workspace in (A, B):
+        _kept_review(cell.world, workspace)
+    return {}, {"params": {"limit": 500}}
+
+
+def _ocr_jobs_check(cell: Cell, response: httpx.Response) -> None:
+    """This workspace's OCR jobs, and none of the other's."""
+    world, workspace = cell.world, cell.workspace
+    assert workspace is not None
+    listing = response.json()
+    ids = {j["id"] for j in listing["items"]}
+    assert listing["total"] == len(ids)
+    assert _kept_review(world, workspace) in ids
+    assert _kept_review(world, OTHER[workspace]) not in ids
+    assert {j["documentId"] for j in listing["items"]} <= world.ids[workspace]
+
+
+def _ocr_job(cell: Cell) -> Params:
+    """``own``: this workspace's review job; ``guessed``: the other workspace's."""
+    for workspace in (A, B):
+        _kept_review(cell.world, workspace)
+    return {"job_id": _kept_review(cell.world, cell.target_workspace)}, {}
+
+
+def _ocr_job_check(cell: Cell, response: httpx.Response) -> None:
+    job = response.json()
+    assert job["id"] == _kept_review(cell.world, cell.target_workspace)
+    assert (job["documentId"], job["status"]) == (cell.world.docs[cell.target_workspace], "review")
+    assert [(p["page"], p["status"]) for p in job["pages"]] == [(1, "queued")]
+
+
+def _review_target(cell: Cell) -> Params:
+    """A fresh review job for one who may review it; the kept ones otherwise (``guessed``:
+    the other workspace's)."""
+    world = cell.world
+    for workspace in (A, B):  # made before: the fresh job is never a kept one
+        _kept_review(world, workspace)
+    if not cell.succeeds:
+        return _ocr_job(cell)
+    assert cell.workspace is not None
+    return {"job_id": _review_job(world, cell.workspace)}, {}
+
+
+def _reviewed_check(status: str) -> Callable[[Cell, httpx.Response], None]:
+    """The kept review jobs still wait; a review that may succeed left its job ``status``."""
+
+    def check(cell: Cell, response: httpx.Response) -> None:
+        world = cell.world
+        for workspace in (A, B):
+            assert _ocr_status(world, workspace, _kept_review(world, workspace)) == "review"
+        if cell.succeeds:
+            assert cell.workspace is not None
+            job = response.json()
+            assert (job["status"], job["reviewedBy"]) == (status, cell.who.username)
+            assert _ocr_status(world, cell.workspace, job["id"]) == status
+            document = world.api.wait_processed(
+                world.admin, world.docs[cell.workspace], cell.workspace
+            )
+            assert document["status"] == "ready", document  # re-indexed, or left as it was
+
+    return check
+
+
+def _ocr_instructions_check(cell: Cell, response: httpx.Response) -> None:
+    assert isinstance(response.json()["instructions"], str)
+
+
+def _new_ocr_instructions(cell: Cell) -> Params:
+    text = f"Transcribe tables row by row ({cell.world.fresh('ocr-')})."
+    return {}, {"json": {"instructions": text}}
+
+
+def _new_ocr_instructions_check(cell: Cell, response: httpx.Response) -> None:
+    """A refused change leaves the instructions; an allowed one sets them, here only."""
+    world, workspace = cell.world, cell.workspace
+    assert workspace is not None
+    sent = json.loads(response.request.content)["instructions"]
+
+    def current(name: str) -> str:
+        got = world.call("GET", f"/api/workspaces/{name}/ocr/instructions", world.admin)
+        assert got.status_code == 200, got.text
+        text: str = got.json()["instructions"]
+        return text
+
+    assert (current(workspace) == sent) is cell.succeeds
+    assert current(OTHER[workspace]) != sent
+    if cell.succeeds:
+        assert response.json() == {"instructions": sent}
+
+
 # -- DLP: installation-wide, so managing it needs an unconfined admin ------------------
 def _shared_pattern(world: World) -> int:
     """A custom pattern refused cells aim at, which must outlive them."""
@@ -625,19 +770,13 @@ def _dlp_scan_check(cell: Cell, response: httpx.Response) -> None:
 def _revealable(cell: Cell) -> Params:
     """A redacted text recorded (once) straight in the catalog, as the chat would."""
     from autorag.dlp.service import DlpContext, DlpService
-    from autorag.store.catalog.db import create_catalog_engine, sqlite_url
-    from autorag.store.catalog.repository import Catalog
 
     world = cell.world
     if "original" not in world.dlp:
-        engine = create_catalog_engine(sqlite_url(world.api.workspace.database_file))
-        try:
-            service = DlpService(Catalog(engine))
-            world.dlp["original"] = service.record_redaction(
+        with world.catalog() as catalog:
+            world.dlp["original"] = DlpService(catalog).record_redaction(
                 "mail a.b@example.com", "mail [REDACTED]", ["email"], DlpContext()
             )
-        finally:
-            engine.dispose()
     return {}, {"json": {"id": world.dlp["original"]}}
 
 
@@ -1179,6 +1318,7 @@ def _completion_check(cell: Cell, response: httpx.Response) -> None:
 
 
 WS = "/api/workspaces/{workspace}"
+OCR = WS + "/ocr"
 ENDPOINTS = [
     # Public: documentation, probes, first-run setup and login.
     Endpoint("GET", "/openapi.json", PUBLIC, 200),
@@ -1349,6 +1489,63 @@ ENDPOINTS = [
         workspace="path",
         send=_search,
         check=_search_check,
+    ),
+    # OCR: the jobs and their review, and the vision prompt's instructions.
+    Endpoint(
+        "GET",
+        OCR + "/jobs",
+        "documents:read",
+        200,
+        workspace="path",
+        send=_ocr_jobs,
+        check=_ocr_jobs_check,
+    ),
+    Endpoint(
+        "GET",
+        OCR + "/jobs/{job_id}",
+        "documents:read",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_ocr_job,
+        check=_ocr_job_check,
+    ),
+    Endpoint(
+        "POST",
+        OCR + "/jobs/{job_id}/approve",
+        "workspaces:write",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_review_target,
+        after=_reviewed_check("indexed"),
+    ),
+    Endpoint(
+        "POST",
+        OCR + "/jobs/{job_id}/reject",
+        "workspaces:write",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_review_target,
+        after=_reviewed_check("rejected"),
+    ),
+    Endpoint(
+        "GET",
+        OCR + "/instructions",
+        "documents:read",
+        200,
+        workspace="path",
+        check=_ocr_instructions_check,
+    ),
+    Endpoint(
+        "PUT",
+        OCR + "/instructions",
+        "workspaces:write",
+        200,
+        workspace="path",
+        send=_new_ocr_instructions,
+        after=_new_ocr_instructions_check,
     ),
     # DLP.
     Endpoint("GET", "/api/dlp/patterns", "dlp:admin", 200, unconfined=True, check=_patterns_check),
