@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
@@ -13,8 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
+from autorag.workspace import Workspace
 from tests.samples import write_corpus
+from tests.workspaces import catalog_sql, new_workspace
+from tests.workspaces import catalog_url as workspace_catalog
 
 AUTORAG = [sys.executable, "-m", "autorag"]
 
@@ -36,12 +40,13 @@ def run_json(workspace: Path, *args: str) -> Any:
     return json.loads(run(workspace, *args, "--json"))
 
 
-def test_index_search_ask_and_manage_documents(tmp_path: Path) -> None:
+def test_index_search_ask_and_manage_documents(tmp_path: Path, catalog_url: str | None) -> None:
     docs = tmp_path / "policies"
     write_corpus(docs)
     kb = tmp_path / "kb"
     subprocess.run([*AUTORAG, "init", str(kb)], check=True, capture_output=True)
     assert (kb / "autorag.toml").is_file() and (kb / ".autorag").is_dir()
+    new_workspace(kb, catalog_url)  # the catalog: SQLite inside, or a PostgreSQL database
     assert run_json(kb, "status")["state"] == "configured"
 
     run(kb, "add", str(docs))
@@ -104,19 +109,21 @@ def test_bad_input_gets_one_clear_line_and_a_non_zero_exit(tmp_path: Path) -> No
 
 
 def _db_counts(kb: Path) -> dict[str, int]:
-    database = kb / ".autorag" / "autorag.db"
-    if not database.exists():
+    workspace = Workspace(kb.resolve())
+    if not workspace.database_file.exists() and workspace_catalog(workspace).startswith("sqlite"):
         return {}
     try:
-        with sqlite3.connect(database, timeout=30) as conn:
-            rows = conn.execute("SELECT status, count(*) FROM documents GROUP BY status")
-            return dict(rows.fetchall())
-    except sqlite3.OperationalError:  # the refresh is still creating the schema
+        with catalog_sql(workspace) as conn:
+            rows = conn.execute(text("SELECT status, count(*) FROM documents GROUP BY status"))
+            return {str(status): int(count) for status, count in rows}
+    except OperationalError:  # the refresh is still creating the schema
         return {}
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
-def test_refresh_interrupted_midway_then_resumed(tmp_path: Path, sig: signal.Signals) -> None:
+def test_refresh_interrupted_midway_then_resumed(
+    tmp_path: Path, sig: signal.Signals, catalog_url: str | None
+) -> None:
     docs = tmp_path / "many"
     docs.mkdir()
     total = 300
@@ -124,6 +131,7 @@ def test_refresh_interrupted_midway_then_resumed(tmp_path: Path, sig: signal.Sig
         (docs / f"note-{i:03}.md").write_text(f"# Note {i}\n\nLighthouse log entry {i}: calm seas.")
     kb = tmp_path / "kb"
     subprocess.run([*AUTORAG, "init", str(kb)], check=True, capture_output=True)
+    new_workspace(kb, catalog_url)
     run(kb, "add", str(docs))
     env = {**os.environ, "AUTORAG_INGEST__BATCH_CHUNKS": "4"}
     process = subprocess.Popen(

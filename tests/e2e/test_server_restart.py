@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import socket
-import sqlite3
 import subprocess
 import sys
 import time
@@ -16,10 +15,12 @@ from pathlib import Path
 import httpx
 import lancedb
 import pytest
+from sqlalchemy import text
 
 from autorag.auth import service
 from autorag.context import open_context
-from autorag.workspace import Workspace, init_workspace
+from autorag.workspace import Workspace
+from tests.workspaces import catalog_sql, new_workspace
 
 AUTORAG = [sys.executable, "-m", "autorag"]
 DOCUMENTS = 12
@@ -62,11 +63,9 @@ class ServerProcess:
 
 
 @pytest.fixture
-def workspace(tmp_path: Path) -> Workspace:
-    workspace = init_workspace(tmp_path / "kb")
+def workspace(tmp_path: Path, catalog_url: str | None) -> Workspace:
     # One worker: while it is busy with the first document the others stay queued.
-    workspace.write_config({"workspace": "default", "search_paths": [], "server": {"workers": 1}})
-    return workspace
+    return new_workspace(tmp_path / "kb", catalog_url, server={"workers": 1})
 
 
 @pytest.fixture
@@ -89,8 +88,9 @@ def servers(workspace: Workspace, tmp_path: Path) -> Iterator[list[ServerProcess
 
 
 def _job_states(workspace: Workspace) -> dict[str, int]:
-    with sqlite3.connect(workspace.database_file) as db:
-        return dict(db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
+    with catalog_sql(workspace) as conn:
+        counts = conn.execute(text("SELECT status, COUNT(*) FROM jobs GROUP BY status"))
+        return {str(status): int(count) for status, count in counts}
 
 
 def test_killed_server_resumes_every_job_exactly_once(
@@ -103,13 +103,13 @@ def test_killed_server_resumes_every_job_exactly_once(
     ids = []
     with httpx.Client(base_url=first.url, headers=headers, timeout=60) as client:
         for i in range(DOCUMENTS):
-            text = (
+            report = (
                 f"# Shift report {i}\n\nThe night watch logged beacon{i:02d}z at the harbour. "
                 "Everything was calm, the lamps were trimmed and the tide charts updated.\n"
             ) * 3
             response = client.post(
                 "/api/workspaces/default/documents",
-                files={"file": (f"report-{i}.md", text.encode())},
+                files={"file": (f"report-{i}.md", report.encode())},
             )
             assert response.status_code == 202, response.text
             ids.append(response.json()["id"])
@@ -144,11 +144,13 @@ def test_killed_server_resumes_every_job_exactly_once(
     assert second.kill(signal.SIGTERM) in (0, -signal.SIGTERM)
     assert "Application shutdown complete" in (tmp_path / "server.log").read_text()
 
-    with sqlite3.connect(workspace.database_file) as db:
-        jobs = db.execute("SELECT document_id, status, attempts FROM jobs").fetchall()
-        chunk_ids = [r[0] for r in db.execute("SELECT id FROM chunks")]
-        declared = db.execute("SELECT SUM(chunk_count) FROM documents").fetchone()[0]
-        (table,) = db.execute("SELECT short_id FROM workspaces WHERE name = 'default'").fetchone()
+    with catalog_sql(workspace) as conn:
+        jobs = conn.execute(text("SELECT document_id, status, attempts FROM jobs")).all()
+        chunk_ids = conn.execute(text("SELECT id FROM chunks")).scalars().all()
+        declared = conn.execute(text("SELECT SUM(chunk_count) FROM documents")).scalar()
+        table = conn.execute(
+            text("SELECT short_id FROM workspaces WHERE name = 'default'")
+        ).scalar()
     # One job per document, each done; only the one running at the kill ran twice.
     assert sorted(j[0] for j in jobs) == sorted(ids)
     assert {j[1] for j in jobs} == {"done"}

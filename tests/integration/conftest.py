@@ -6,6 +6,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,13 @@ import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI
+from sqlalchemy import Connection
 from starlette.types import ASGIApp
+from tests.workspaces import NewCatalog, catalog_sql, new_workspace
 
 from autorag.api.app import create_app
 from autorag.context import AppContext, open_context
-from autorag.workspace import Workspace, init_workspace
+from autorag.workspace import Workspace
 
 _START_TIMEOUT_S = 10.0
 API_TIMEOUT = httpx.Timeout(120.0)
@@ -75,6 +78,10 @@ class ApiServer:
     workspace: Workspace
     prepared: Any  # what the ``prepare`` function given to ``launch_api`` returned
 
+    def sql(self) -> AbstractContextManager[Connection]:
+        """A connection to the server's catalog, for checks no route can make."""
+        return catalog_sql(self.workspace)
+
     def call(
         self, method: str, path: str, credential: str | None = None, **kwargs: Any
     ) -> httpx.Response:
@@ -108,9 +115,10 @@ class ApiServer:
 LaunchApi = Callable[..., ApiServer]
 
 
-@pytest.fixture(scope="session")
-def launch_api(serve_asgi: Callable[[ASGIApp], str]) -> LaunchApi:
-    """Start the API on a fresh workspace at ``root``, as `autorag serve` would.
+@pytest.fixture(scope="module")
+def launch_api(serve_asgi: Callable[[ASGIApp], str], new_catalog: NewCatalog) -> LaunchApi:
+    """Start the API on a fresh workspace at ``root``, as `autorag serve` would; the
+    module runs once per catalog backend, each launch on a fresh catalog.
 
     ``launch_api(root, prepare=None, **server)``: ``prepare(context)`` runs on the
     workspace's catalog before the server starts (create workspaces, users, keys…) and
@@ -120,7 +128,7 @@ def launch_api(serve_asgi: Callable[[ASGIApp], str]) -> LaunchApi:
     def launch(
         root: Path, prepare: Callable[[AppContext], Any] | None = None, **server: Any
     ) -> ApiServer:
-        workspace = init_workspace(root)
+        workspace = new_workspace(root, new_catalog())
         context = open_context(workspace)
         try:
             prepared = prepare(context) if prepare is not None else None

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -41,15 +40,16 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import update
+from sqlalchemy import select, update
+from tests.workspaces import catalog_url
 
 from autorag.auth import service
 from autorag.context import AppContext
 from autorag.ingest.ocr import store as ocr_store
 from autorag.p2p.approvals import Approvals, PendingSource
 from autorag.p2p.registry import PeerRegistry
-from autorag.store.catalog.db import create_catalog_engine, sqlite_url
-from autorag.store.catalog.models import OcrJobRow
+from autorag.store.catalog.db import create_catalog_engine
+from autorag.store.catalog.models import JobRow, OcrJobRow
 from autorag.store.catalog.repository import Catalog
 
 if TYPE_CHECKING:
@@ -195,10 +195,10 @@ class World:
     def seed(self, workspace: str) -> None:
         """Give the workspace its fixture document, and remember its processing job."""
         self.docs[workspace] = self.upload(workspace)
-        with sqlite3.connect(self.api.workspace.database_file) as db:
-            (job_id,) = db.execute(
-                "SELECT id FROM jobs WHERE document_id = ?", (self.docs[workspace],)
-            ).fetchone()
+        with self.api.sql() as conn:
+            job_id = conn.execute(
+                select(JobRow.id).where(JobRow.document_id == self.docs[workspace])
+            ).scalar_one()
         self.jobs[workspace] = job_id
 
     def wait_job(self, workspace: str, job_id: int) -> dict[str, Any]:
@@ -223,7 +223,7 @@ class World:
     @contextmanager
     def catalog(self) -> Iterator[Catalog]:
         """The server's workspace catalog, for objects no route makes."""
-        engine = create_catalog_engine(sqlite_url(self.api.workspace.database_file))
+        engine = create_catalog_engine(catalog_url(self.api.workspace))
         try:
             yield Catalog(engine)
         finally:

@@ -14,12 +14,12 @@ import pytest
 from httpx_sse import connect_sse
 from starlette.types import ASGIApp
 from tests.samples import write_corpus
+from tests.workspaces import new_workspace
 
 from autorag.api.app import create_app
 from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
-from autorag.workspace import init_workspace
 
 QUESTION = "How long is the refund window?"
 
@@ -75,12 +75,13 @@ def stream(api: Api, body: dict[str, Any], workspace: str = "default") -> Stream
 
 @pytest.fixture(scope="module")
 def api(
-    tmp_path_factory: pytest.TempPathFactory, serve_asgi: Callable[[ASGIApp], str]
+    tmp_path_factory: pytest.TempPathFactory,
+    serve_asgi: Callable[[ASGIApp], str],
+    module_catalog_url: str | None,
 ) -> Iterator[Api]:
     root = tmp_path_factory.mktemp("chat")
     write_corpus(root / "docs")
-    workspace = init_workspace(root / "kb")
-    workspace.write_config({"search_paths": [str(root / "docs")]})
+    workspace = new_workspace(root / "kb", module_catalog_url, search_paths=[str(root / "docs")])
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
     keys = []

@@ -3,13 +3,13 @@ match history, bypass roles, the audited reveal, and redaction at ingestion."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
+from sqlalchemy import text
 
 from autorag.auth import service
 from autorag.context import AppContext
@@ -264,13 +264,18 @@ def test_redaction_at_ingestion_stores_redacted_chunks(dlp: Dlp) -> None:
     assert upload.status_code == 202, upload.text
     document_id = upload.json()["id"]
     assert dlp.api.wait_processed(dlp.admin_key, document_id, "other")["status"] == "ready"
-    with sqlite3.connect(dlp.api.workspace.database_file) as db:
-        texts = [
-            row[0]
-            for row in db.execute("SELECT text FROM chunks WHERE document_id = ?", (document_id,))
-        ]
-        default_texts = [
-            row[0] for row in db.execute("SELECT text FROM chunks WHERE text LIKE '%quetzal%'")
-        ]
+    with dlp.api.sql() as conn:
+        texts = (
+            conn.execute(
+                text("SELECT text FROM chunks WHERE document_id = :id"), {"id": document_id}
+            )
+            .scalars()
+            .all()
+        )
+        default_texts = (
+            conn.execute(text("SELECT text FROM chunks WHERE text LIKE '%quetzal%'"))
+            .scalars()
+            .all()
+        )
     assert texts and all(EMAIL not in t and CARD not in t and "[REDACTED]" in t for t in texts)
     assert any(EMAIL in t for t in default_texts)  # "default" does not redact on ingest

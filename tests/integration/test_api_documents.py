@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import io
-import sqlite3
 import time
 import zipfile
 from dataclasses import dataclass
@@ -19,10 +18,13 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import lancedb
 import pytest
+from sqlalchemy import select, text
 from tests.samples import write_docx, write_pdf
+from tests.workspaces import catalog_url
 
 from autorag.auth import service
 from autorag.context import AppContext, open_context
+from autorag.store.catalog.models import JobRow
 from autorag.store.catalog.repository import WorkspaceInfo
 from autorag.workspace import Workspace
 
@@ -81,8 +83,10 @@ class Server:
         finally:
             context.close()
 
-    def db(self) -> sqlite3.Connection:
-        return sqlite3.connect(self.workspace.database_file)
+    def scalar(self, statement: str, **params: Any) -> Any:
+        """One value from the server's catalog (SQLite or PostgreSQL)."""
+        with self.api.sql() as conn:
+            return conn.execute(text(statement), params).scalar()
 
 
 @pytest.fixture(scope="module")
@@ -127,13 +131,12 @@ def _tables(server: Server) -> list[str]:
 
 
 def _ready_chunks(server: Server, workspace: str) -> int:
-    with server.db() as db:
-        row = db.execute(
-            "SELECT COALESCE(SUM(d.chunk_count), 0) FROM documents d JOIN workspaces w "
-            "ON w.id = d.workspace_id WHERE w.name = ? AND d.status = 'ready'",
-            (workspace,),
-        ).fetchone()
-    return int(row[0])
+    total = server.scalar(
+        "SELECT COALESCE(SUM(d.chunk_count), 0) FROM documents d JOIN workspaces w "
+        "ON w.id = d.workspace_id WHERE w.name = :name AND d.status = 'ready'",
+        name=workspace,
+    )
+    return int(total)
 
 
 # -- the happy path ---------------------------------------------------------------------
@@ -197,12 +200,9 @@ def test_twenty_concurrent_uploads_all_reach_ready(server: Server) -> None:
     assert len(set(ids)) == 20
     documents = [server.wait(i) for i in ids]
     assert all(d["status"] == "ready" and d["chunks"] >= 1 for d in documents), documents
-    with server.db() as db:
-        jobs = db.execute(
-            "SELECT document_id, status FROM jobs WHERE document_id IN "
-            f"({','.join('?' * len(ids))})",
-            ids,
-        ).fetchall()
+    with server.api.sql() as conn:
+        query = select(JobRow.document_id, JobRow.status).where(JobRow.document_id.in_(ids))
+        jobs = [tuple(row) for row in conn.execute(query)]
     assert sorted(jobs) == sorted((i, "done") for i in ids)  # one job each, each done
     for i in (0, 7, 19):
         assert any(h["documentId"] == ids[i] for h in server.search(animals[i])[:3])
@@ -242,11 +242,8 @@ def test_duplicate_upload_is_reported_and_not_stored_twice(server: Server) -> No
     assert again.json()["duplicate"] is True and again.json()["id"] == first.json()["id"]
     info = server.info("default")
     stored = list((server.workspace.data_dir / "uploads" / info.short_id).glob("*.txt"))
-    with server.db() as db:
-        (count,) = db.execute(
-            "SELECT COUNT(*) FROM documents WHERE content_hash = ?",
-            (stored_hash := _sha(content),),
-        ).fetchone()
+    stored_hash = _sha(content)
+    count = server.scalar("SELECT COUNT(*) FROM documents WHERE content_hash = :h", h=stored_hash)
     assert count == 1
     assert sum(p.name.startswith(stored_hash) for p in stored) == 1
 
@@ -415,10 +412,7 @@ def test_delete_removes_the_document_everywhere(server: Server) -> None:
     assert any(h["documentId"] == document_id for h in server.search("ephemeral axolotl"))
     info = server.info("default")
     stored = server.workspace.data_dir / "uploads" / info.short_id
-    with server.db() as db:
-        (sha,) = db.execute(
-            "SELECT content_hash FROM documents WHERE id = ?", (document_id,)
-        ).fetchone()
+    sha = server.scalar("SELECT content_hash FROM documents WHERE id = :id", id=document_id)
     assert (stored / f"{sha}.txt").is_file()
     with server.client() as client:
         assert client.delete(f"/api/workspaces/default/documents/{document_id}").status_code == 204
@@ -426,10 +420,7 @@ def test_delete_removes_the_document_everywhere(server: Server) -> None:
         assert client.delete(f"/api/workspaces/default/documents/{document_id}").status_code == 404
     assert all(h["documentId"] != document_id for h in server.search("ephemeral axolotl"))
     assert not (stored / f"{sha}.txt").exists()
-    with server.db() as db:
-        assert db.execute(
-            "SELECT COUNT(*) FROM chunks WHERE document_id = ?", (document_id,)
-        ).fetchone() == (0,)
+    assert server.scalar("SELECT COUNT(*) FROM chunks WHERE document_id = :id", id=document_id) == 0
     assert _vector_count(server, "default") == _ready_chunks(server, "default")
 
 
@@ -483,13 +474,14 @@ def test_workspace_lifecycle_and_settings(server: Server) -> None:
     assert not uploads.exists()
     tables = _tables(server)
     assert not any(old_info.short_id in t for t in tables)
-    with server.db() as db:
-        assert db.execute(
-            "SELECT COUNT(*) FROM documents WHERE workspace_id = ?", (old_info.id,)
-        ).fetchone() == (0,)
-        assert db.execute(
-            "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH ?", ("nautilus",)
-        ).fetchone() == (0,)
+    left = "SELECT COUNT(*) FROM documents WHERE workspace_id = :ws"
+    assert server.scalar(left, ws=old_info.id) == 0
+    # Nor does the full-text index keep its words.
+    if catalog_url(server.workspace).startswith("sqlite"):
+        indexed = "SELECT COUNT(*) FROM chunks_fts WHERE chunks_fts MATCH 'nautilus'"
+    else:
+        indexed = "SELECT COUNT(*) FROM chunks WHERE tsv @@ plainto_tsquery('nautilus')"
+    assert server.scalar(indexed) == 0
 
 
 def test_reembed_swaps_in_a_shadow_table(server: Server) -> None:

@@ -10,12 +10,12 @@ import httpx
 import pytest
 from starlette.types import ASGIApp
 from tests.samples import write_corpus
+from tests.workspaces import new_workspace
 
 from autorag.api.app import create_app
 from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
-from autorag.workspace import init_workspace
 
 
 @dataclass(frozen=True)
@@ -30,13 +30,14 @@ class Api:
 
 @pytest.fixture(scope="module")
 def api(
-    tmp_path_factory: pytest.TempPathFactory, serve_asgi: Callable[[ASGIApp], str]
+    tmp_path_factory: pytest.TempPathFactory,
+    serve_asgi: Callable[[ASGIApp], str],
+    module_catalog_url: str | None,
 ) -> Iterator[Api]:
     """A server over an indexed corpus, and an API key of a member of its workspace."""
     root = tmp_path_factory.mktemp("api")
     write_corpus(root / "docs")
-    workspace = init_workspace(root / "kb")
-    workspace.write_config({"search_paths": [str(root / "docs")]})
+    workspace = new_workspace(root / "kb", module_catalog_url, search_paths=[str(root / "docs")])
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
     create_user(context.catalog, "reader", "a long enough password", "member")

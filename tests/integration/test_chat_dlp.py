@@ -17,12 +17,12 @@ from httpx_sse import connect_sse
 from starlette.types import ASGIApp
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool
+from tests.workspaces import new_workspace
 
 from autorag.api.app import create_app
 from autorag.auth.service import add_membership, create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
-from autorag.workspace import init_workspace
 
 PASSWORD = "a long enough password"
 CARD = "4111 1111 1111 1111"
@@ -54,7 +54,9 @@ class Api:
 
 @pytest.fixture(scope="module")
 def api(
-    tmp_path_factory: pytest.TempPathFactory, serve_asgi: Callable[[ASGIApp], str]
+    tmp_path_factory: pytest.TempPathFactory,
+    serve_asgi: Callable[[ASGIApp], str],
+    module_catalog_url: str | None,
 ) -> Iterator[Api]:
     root = tmp_path_factory.mktemp("chatdlp")
     docs = root / "docs"
@@ -62,8 +64,7 @@ def api(
     (docs / "billing.md").write_text(
         f"# Billing\n\nBilling questions go to {EMAIL} during office hours.\n"
     )
-    workspace = init_workspace(root / "kb")
-    workspace.write_config({"search_paths": [str(docs)]})
+    workspace = new_workspace(root / "kb", module_catalog_url, search_paths=[str(docs)])
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
     create_user(context.catalog, "boss", PASSWORD, "admin")

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.workspaces import new_workspace
 from typer.testing import CliRunner
 
 from autorag.cli.main import app as cli
@@ -19,7 +20,7 @@ from autorag.ingest.datasources import import_kakao
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.models import DocumentRow
-from autorag.workspace import Workspace, init_workspace
+from autorag.workspace import Workspace
 
 EXPORT = """\
 Team with KakaoTalk Chats
@@ -44,8 +45,8 @@ LATER_DAY = """
 
 
 @pytest.fixture()
-def workspace(tmp_path: Path) -> Workspace:
-    return init_workspace(tmp_path / "kb")
+def workspace(tmp_path: Path, catalog_url: str | None) -> Workspace:
+    return new_workspace(tmp_path / "kb", catalog_url)
 
 
 @pytest.fixture()
@@ -139,7 +140,7 @@ def test_bad_input_is_refused_before_anything_is_written(
 
     folder = tmp_path / "kakao"
     folder.mkdir()
-    workspace.write_config({"search_paths": [str(folder)]})
+    workspace.write_config({**workspace.read_config(), "search_paths": [str(folder)]})
     shadowed = open_context(workspace)
     try:
         with pytest.raises(Conflict, match="namespace"):

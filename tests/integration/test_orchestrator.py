@@ -17,6 +17,7 @@ import pytest
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool
 from tests.samples import write_corpus
+from tests.workspaces import new_workspace
 
 from autorag.agent.events import AgentEvent, CitationsEvent, PlanEvent, StatusEvent, TokenEvent
 from autorag.agent.skills import builtin_skills
@@ -28,7 +29,6 @@ from autorag.errors import Forbidden, Unavailable
 from autorag.ingest.minsync import refresh
 from autorag.ingest.workspaces import update_settings
 from autorag.llm.base import ToolSpec, Usage
-from autorag.workspace import init_workspace
 
 SCRIPTED = "scripted/gpt-test"
 QUESTION = "How long is the refund window?"
@@ -41,11 +41,10 @@ def server() -> Iterator[ScriptedOpenAI]:
 
 
 @pytest.fixture(scope="module")
-def indexed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def indexed(tmp_path_factory: pytest.TempPathFactory, module_catalog_url: str | None) -> Path:
     root = tmp_path_factory.mktemp("orchestrator")
     write_corpus(root / "docs")
-    workspace = init_workspace(root / "kb")
-    workspace.write_config({"search_paths": [str(root / "docs")]})
+    workspace = new_workspace(root / "kb", module_catalog_url, search_paths=[str(root / "docs")])
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
     context.close()
