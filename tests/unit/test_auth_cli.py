@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.workspaces import new_workspace
 from typer.testing import CliRunner, Result
 
 from autorag.auth import service
 from autorag.cli.main import app
 from autorag.context import open_context
 from autorag.errors import InvalidInput, NotFound
-from autorag.workspace import Workspace, init_workspace
+from autorag.workspace import Workspace
 
 PASSWORD = "long enough password"
 
@@ -38,8 +39,8 @@ class Cli:
 
 
 @pytest.fixture
-def invoke(tmp_path: Path) -> Cli:
-    return Cli(init_workspace(tmp_path / "kb"))
+def invoke(tmp_path: Path, catalog_url: str | None) -> Cli:
+    return Cli(new_workspace(tmp_path / "kb", catalog_url))
 
 
 def test_users_lifecycle(invoke: Cli) -> None:
