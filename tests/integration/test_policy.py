@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -275,8 +274,8 @@ def test_api_reading_and_explaining_for_members_changing_for_managers(
     assert api.call("DELETE", path, manager, params={"glob": "/docs/**"}).status_code == 204
     assert api.call("DELETE", path, manager, params={"glob": "/docs/**"}).status_code == 404
     assert api.call("GET", path, member).json()["rules"] == []
-    with sqlite3.connect(api.workspace.database_file) as db:
-        assert db.execute("SELECT count(*) FROM policy_rules").fetchone() == (0,)
+    with api.sql() as conn:
+        assert conn.execute(text("SELECT count(*) FROM policy_rules")).scalar() == 0
 
 
 def _login(api: ApiServer, username: str) -> str:

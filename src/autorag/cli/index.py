@@ -21,8 +21,11 @@ from rich.table import Table
 from rich.text import Text
 
 from autorag.cli._common import console, current_workspace, err_console, open_app, print_json
+from autorag.context import AppContext
 from autorag.errors import InvalidInput
 from autorag.ingest.minsync import RefreshReport, refresh, refresh_lock
+from autorag.ingest.ocr import store as ocr_store
+from autorag.ingest.ocr.service import refresh_planner
 from autorag.ingest.pipeline import IngestOutcome
 from autorag.ingest.readiness import Readiness
 from autorag.ingest.reindex import reindex
@@ -52,7 +55,8 @@ class _ProgressObserver:
 
 class _RateColumn(ProgressColumn):
     def render(self, task: Task) -> Text:
-        return Text(f"{task.speed:.1f} files/s" if task.speed else "", style="cyan")
+        unit = task.fields.get("unit", "files")
+        return Text(f"{task.speed:.1f} {unit}/s" if task.speed else "", style="cyan")
 
 
 def register(app: typer.Typer) -> None:
@@ -119,11 +123,24 @@ def refresh_command(
     ctx: typer.Context,
     method: Annotated[str, typer.Option(help="Refresh method (minsync).")] = "minsync",
     retry_failed: Annotated[
-        bool, typer.Option("--retry-failed", help="Retry files that failed before.")
+        bool,
+        typer.Option("--retry-failed", help="Retry files that failed before, OCR failures too."),
+    ] = False,
+    ocr_now: Annotated[
+        bool,
+        typer.Option(
+            "--ocr-now",
+            help="Read the scans waiting for OCR before returning, with a progress bar "
+            "(otherwise `autorag serve` or `autorag worker` reads them).",
+        ),
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Index new and changed files, drop deleted ones. Safe to interrupt and re-run."""
+    """Index new and changed files, drop deleted ones. Safe to interrupt and re-run.
+
+    Scans and images (pages without a text layer) are queued for OCR, unless
+    ocr.enabled is false; see `autorag ocr jobs`.
+    """
     if method != "minsync":
         raise InvalidInput(f"unknown refresh method {method!r} (known: minsync)")
     app = open_app(ctx)
@@ -148,11 +165,35 @@ def refresh_command(
                 ignore=app.settings.ingest.ignore,
                 observer=_ProgressObserver(progress),
                 retry_failed=retry_failed,
+                ocr=refresh_planner(app),
             )
+            ocr = _read_scans(app, progress) if ocr_now else None
     if as_json:
-        print_json(dataclasses.asdict(report))
+        print_json({**dataclasses.asdict(report), **({"ocr": ocr} if ocr is not None else {})})
         return
     _print_refresh(report)
+    _print_ocr(report.ocr_queued, ocr)
+
+
+def _read_scans(app: AppContext, progress: Progress) -> dict[str, int]:
+    """Run the workspace's queued OCR jobs in this process: how many ended in each status."""
+    # Imported here: the worker pool and the server's thread settings are heavy.
+    from autorag.api.app import server_model_threads
+    from autorag.jobs.worker import WorkerPool
+
+    engine = app.catalog.engine
+    jobs = ocr_store.open_jobs(engine, app.info.id)
+    task = progress.add_task("OCR", total=None, unit="pages")
+
+    def tick() -> None:
+        tally = ocr_store.tally(engine, jobs)
+        progress.update(task, completed=tally.pages_done, total=tally.pages_total)
+
+    # At least one thread: server.workers = 0 only says a server leaves jobs to workers.
+    pool = WorkerPool(app, workers=max(1, app.settings.server.workers))
+    with server_model_threads():
+        pool.run_queued(kinds=[ocr_store.OCR_JOB], workspace_id=app.info.id, tick=tick)
+    return ocr_store.tally(engine, jobs).statuses
 
 
 def _print_refresh(report: RefreshReport) -> None:
@@ -164,6 +205,25 @@ def _print_refresh(report: RefreshReport) -> None:
         console.print(f"  [red]failed[/red] {failure.source_id}: {failure.error}", highlight=False)
     if len(report.failures) > 20:
         console.print(f"  … and {len(report.failures) - 20} more (see `autorag status`)")
+
+
+def _print_ocr(queued: int, results: dict[str, int] | None) -> None:
+    if results is None:
+        if queued:
+            console.print(
+                f"{queued} files queued for OCR: `autorag serve` or `autorag worker` reads "
+                "them (or `autorag refresh --ocr-now`); follow them with `autorag ocr jobs`.",
+                highlight=False,
+            )
+        return
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(results.items()))
+    console.print(f"OCR: {counts or 'no scans were waiting'}", highlight=False)
+    if results.get("review"):
+        console.print(
+            "Text below the quality bar waits for review: `autorag ocr jobs --status review`, "
+            "then `autorag ocr approve ID` or `autorag ocr reject ID`.",
+            highlight=False,
+        )
 
 
 def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:

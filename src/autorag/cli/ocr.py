@@ -17,7 +17,8 @@ from autorag.ingest.ocr import service, store
 
 app = typer.Typer(
     help="OCR of scanned pages and images: jobs, per-page results, approve or reject.\n\n"
-    "Uploaded scans and images are read by OCR in the server's background workers. "
+    "Scans and images, uploaded or found by `autorag refresh`, are read by OCR in "
+    "background workers (`autorag serve`, `autorag worker`, `autorag refresh --ocr-now`). "
     "Text below the quality bar (ocr.review_below_quality, ocr.review_below_credibility) "
     "waits here, status 'review', until approved (indexed) or rejected (never indexed).",
     no_args_is_help=True,

@@ -69,7 +69,7 @@ def worker(
         int | None, typer.Option("--workers", min=1, max=64, help="Jobs run at once.")
     ] = None,
 ) -> None:
-    """Process background jobs (uploads, re-embedding) without serving HTTP.
+    """Process background jobs (uploads, OCR, re-embedding) without serving HTTP.
 
     Any number of workers and servers may share one PostgreSQL catalog: each job is
     claimed by exactly one of them. Ctrl+C lets running jobs finish.

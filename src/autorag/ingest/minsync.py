@@ -1,7 +1,8 @@
 """MinSync: bring the index in step with the search paths, doing the least work.
 
 Unchanged files are skipped on (size, mtime) without being read; changed files whose
-content hash did not change are only re-stamped; deleted files leave every store.
+content hash did not change are only re-stamped; deleted files leave every store. Pages
+without a text layer (scans, images) are queued for OCR when an ``OcrPlanner`` is given.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -24,7 +25,15 @@ from autorag.sources import SourceRoot, normalize_source
 from autorag.store.catalog.repository import Catalog, DocumentMeta, FileState, WorkspaceInfo
 
 # Statuses a file keeps while its (size, mtime) is unchanged; others are redone.
-SETTLED = frozenset({"ready", "failed", "needs_ocr"})
+SETTLED = frozenset({"ready", "failed", "needs_ocr", "pending"})
+# Why a scan has no text that stands while its bytes do: a reviewer's call, or none read.
+_OCR_DECIDED = frozenset({"ocr_review", "ocr_rejected", "ocr_empty"})
+# Scans OCR never read in their current version: queued as soon as OCR is on.
+_OCR_UNREAD = frozenset({"needs_ocr", "source_missing", "source_changed"})
+
+# Queues OCR of a document's pages (autorag.ingest.ocr.service.plan_ocr): the job's id,
+# or None when none was queued.
+OcrPlanner = Callable[[int, Sequence[int]], int | None]
 
 
 @dataclass(frozen=True)
@@ -41,8 +50,9 @@ class RefreshReport:
     indexed: int = 0
     unchanged: int = 0
     failed: int = 0
-    needs_ocr: int = 0
+    needs_ocr: int = 0  # files with no text yet: waiting for OCR, or not read by it
     deleted: int = 0
+    ocr_queued: int = 0  # files whose pages without text are queued for OCR
     failures: list[IngestOutcome] = field(default_factory=list)
 
     def count(self, outcome: IngestOutcome) -> None:
@@ -149,12 +159,33 @@ def _item(entry: FileEntry, known: FileState | None) -> IngestItem:
     )
 
 
-def _is_unchanged(entry: FileEntry, known: FileState | None, retry_failed: bool) -> bool:
+def _is_unchanged(entry: FileEntry, known: FileState | None) -> bool:
     if known is None or known.status not in SETTLED:
         return False
-    if retry_failed and known.status == "failed":
-        return False
     return known.size == entry.size and known.mtime_ns == entry.mtime_ns
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """What a refresh does beyond indexing new and changed files."""
+
+    retry_failed: bool
+    ocr: OcrPlanner | None
+
+    def redo(self, known: FileState) -> bool:
+        """Whether a file is read afresh even if its bytes are the same: a failure
+        retried, or a scan OCR has not read (it was off, or the file was away)."""
+        if known.status == "failed":
+            return self.retry_failed
+        if known.status != "needs_ocr" or self.ocr is None:
+            return False
+        code = known.error_code
+        return code in _OCR_UNREAD or (self.retry_failed and code not in _OCR_DECIDED)
+
+    def queue_ocr(self, outcome: IngestOutcome) -> bool:
+        if self.ocr is None or not outcome.ocr_pages or outcome.document_id is None:
+            return False
+        return self.ocr(outcome.document_id, outcome.ocr_pages) is not None
 
 
 @contextmanager
@@ -181,13 +212,17 @@ def refresh(
     ignore: Sequence[str],
     observer: RefreshObserver | None = None,
     retry_failed: bool = False,
+    ocr: OcrPlanner | None = None,
 ) -> RefreshReport:
+    """Index new and changed files under ``roots``, drop deleted ones; with ``ocr``,
+    queue OCR of the pages that have no text layer."""
     observer = observer or _Silent()
+    plan = _Plan(retry_failed, ocr)
     report = RefreshReport()
     run_id = catalog.start_run(workspace.id, "minsync")
     status, error = "interrupted", None
     try:
-        _sync(catalog, workspace, indexer, roots, ignore, observer, retry_failed, report)
+        _sync(catalog, workspace, indexer, roots, ignore, observer, plan, report)
         status = "completed"
     except Exception as exc:
         status, error = "failed", str(exc)
@@ -204,7 +239,7 @@ def _sync(
     roots: Sequence[SourceRoot],
     ignore: Sequence[str],
     observer: RefreshObserver,
-    retry_failed: bool,
+    plan: _Plan,
     report: RefreshReport,
 ) -> None:
     # Removals a killed run left half-done are finished first.
@@ -214,7 +249,7 @@ def _sync(
     known = catalog.file_states(workspace.id)
     present = {e.source_id for e in entries}
     gone = [state.document_id for sid, state in known.items() if sid not in present]
-    todo = [e for e in entries if not _is_unchanged(e, known.get(e.source_id), retry_failed)]
+    todo = _todo(entries, known, plan)
     report.unchanged = len(entries) - len(todo)
     observer.planned(len(todo), report.unchanged, len(gone))
     indexer.remove(gone)
@@ -222,13 +257,29 @@ def _sync(
 
     def done(outcome: IngestOutcome) -> None:
         report.count(outcome)
+        if plan.queue_ocr(outcome):
+            report.ocr_queued += 1
         observer.done(outcome)
 
-    indexer.index((_item(e, known.get(e.source_id)) for e in todo), done)
+    indexer.index((_item(entry, state) for entry, state in todo), done)
     for problem in problems:
         report.count(problem)
     if todo or gone:
         indexer.vectors.optimize()
+
+
+def _todo(
+    entries: Sequence[FileEntry], known: dict[str, FileState], plan: _Plan
+) -> list[tuple[FileEntry, FileState | None]]:
+    """The files to index, each with what the catalog knows of it (None: read afresh)."""
+    todo: list[tuple[FileEntry, FileState | None]] = []
+    for entry in entries:
+        state = known.get(entry.source_id)
+        if state is not None and plan.redo(state):
+            todo.append((entry, None))
+        elif not _is_unchanged(entry, state):
+            todo.append((entry, state))
+    return todo
 
 
 def _counts(report: RefreshReport) -> dict[str, int]:
@@ -236,6 +287,7 @@ def _counts(report: RefreshReport) -> dict[str, int]:
         "files_seen": report.files_seen,
         "indexed": report.indexed,
         "unchanged": report.unchanged,
-        "failed": report.failed + report.needs_ocr,
+        "failed": report.failed,
+        "needs_ocr": report.needs_ocr,
         "deleted": report.deleted,
     }

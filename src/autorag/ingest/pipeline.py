@@ -30,6 +30,9 @@ from autorag.store.catalog.repository import (
 from autorag.store.vectors.base import VectorRecord, VectorStore
 
 OutcomeStatus = Literal["ready", "failed", "needs_ocr", "unchanged", "deleted"]
+# What a file keeps while its bytes are the same: its text indexed, or its scanned pages
+# waiting for OCR or read by it (reviewed, rejected…). Parsing them again changes nothing.
+_KEPT_ON_SAME_CONTENT = frozenset({"ready", "pending", "needs_ocr"})
 
 
 @dataclass(frozen=True)
@@ -51,6 +54,7 @@ class IngestItem:
 class IngestOutcome:
     source_id: str
     status: OutcomeStatus
+    document_id: int | None = None  # the catalog row written, when one was
     chunks: int = 0
     error_code: str | None = None
     error: str | None = None
@@ -157,7 +161,7 @@ class Indexer:
                 meta = replace(meta, content_hash=file_hash(item.path))
                 if (
                     item.known_document_id is not None
-                    and item.known_status == "ready"
+                    and item.known_status in _KEPT_ON_SAME_CONTENT
                     and item.known_hash == meta.content_hash
                 ):
                     self.catalog.touch(item.known_document_id, meta.size, meta.mtime_ns)
@@ -206,7 +210,7 @@ class Indexer:
             self.workspace.id, meta, stored or status, code, reason
         )
         self.vectors.delete_documents([document_id])
-        return IngestOutcome(meta.source_id, status, error_code=code, error=reason)
+        return IngestOutcome(meta.source_id, status, document_id, error_code=code, error=reason)
 
     def _write(self, batch: list[_Prepared], report: OutcomeHook) -> None:
         texts = [embedding_text(p.meta.title, c.text) for p in batch for c in p.chunks]
@@ -233,11 +237,12 @@ class Indexer:
         self.vectors.delete_documents(document_ids)
         self.vectors.add(records)
         self.catalog.mark_ready(document_ids, self.embedder.model_id)
-        for prepared in batch:
+        for prepared, document_id in zip(batch, document_ids, strict=True):
             report(
                 IngestOutcome(
                     prepared.meta.source_id,
                     "ready",
+                    document_id,
                     chunks=len(prepared.chunks),
                     ocr_pages=prepared.ocr_pages,
                 )

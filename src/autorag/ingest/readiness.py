@@ -47,6 +47,7 @@ def check_readiness(
             "indexed": run.indexed,
             "unchanged": run.unchanged,
             "failed": run.failed,
+            "needs_ocr": run.needs_ocr,
             "deleted": run.deleted,
         }
     if vectors is None:
@@ -84,9 +85,15 @@ def _judge(
         return "degraded", f"the last refresh was {run_status}: run `autorag refresh` to finish"
     if run_status == "failed":
         return "degraded", "the last refresh failed: see `autorag status` and run it again"
-    unfinished = sum(report.documents.get(s, 0) for s in ("pending", "indexing", "deleting"))
+    unfinished = sum(report.documents.get(s, 0) for s in ("indexing", "deleting"))
     if unfinished:
         return "degraded", f"{unfinished} documents are half-indexed: run `autorag refresh`"
+    waiting = report.documents.get("pending", 0)
+    if waiting:
+        return "degraded", (
+            f"{waiting} documents wait for background jobs (uploads, OCR): `autorag serve` "
+            "or `autorag worker` runs them, `autorag refresh --ocr-now` runs OCR at once"
+        )
     if stored_models - {model}:
         return "degraded", (
             f"documents were embedded with {', '.join(sorted(stored_models - {model}))}, "

@@ -109,11 +109,20 @@ def enqueue(
     return int(result.scalar_one())
 
 
-def claim(engine: Engine, worker: str, *, kinds: Collection[str] | None = None) -> Job | None:
-    """The oldest queued job, now ``running`` and owned by ``worker``; ``None`` if none."""
+def claim(
+    engine: Engine,
+    worker: str,
+    *,
+    kinds: Collection[str] | None = None,
+    workspace_id: int | None = None,
+) -> Job | None:
+    """The oldest queued job (of ``kinds``, in the workspace, when given), now ``running``
+    and owned by ``worker``; ``None`` if none."""
     candidate = select(JobRow.id).where(JobRow.status == QUEUED)
     if kinds is not None:
         candidate = candidate.where(JobRow.kind.in_(list(kinds)))
+    if workspace_id is not None:
+        candidate = candidate.where(JobRow.workspace_id == workspace_id)
     if engine.dialect.name == "postgresql":
         return _claim_skip_locked(engine, worker, candidate)
     for _ in range(_CLAIM_TRIES):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -32,6 +32,7 @@ from autorag.store.vectors import VectorRecord, VectorStore
 log = logging.getLogger(__name__)
 
 POLL_INTERVAL_S = 1.0
+TICK_INTERVAL_S = 0.5
 REQUEUE_INTERVAL_S = 60.0
 STOP_TIMEOUT_S = 30.0
 
@@ -196,6 +197,42 @@ class WorkerPool:
         if alive:
             log.warning("%d worker(s) still busy at shutdown; their jobs resume next start", alive)
         self._threads = []
+
+    def run_queued(
+        self,
+        *,
+        kinds: Collection[str],
+        workspace_id: int,
+        tick: Callable[[], None],
+    ) -> None:
+        """Run the workspace's queued jobs of ``kinds`` on ``workers`` threads until none is
+        left, calling ``tick`` meanwhile (a progress bar): ``autorag refresh --ocr-now``.
+
+        Unlike :meth:`start`, the uploads being received by a server are left alone.
+        """
+        self._requeue_stale()
+        threads = [
+            threading.Thread(
+                target=self._drain,
+                args=(f"{self.identity}#now{index}", kinds, workspace_id),
+                name=f"autorag-now-{index}",
+                daemon=True,  # Ctrl+C ends the command: its jobs resume in the next worker
+            )
+            for index in range(self.workers)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                tick()
+                thread.join(TICK_INTERVAL_S)
+        self._optimize_dirty()
+        tick()
+
+    def _drain(self, worker: str, kinds: Collection[str], workspace_id: int) -> None:
+        engine = self.context.catalog.engine
+        while job := queue.claim(engine, worker, kinds=kinds, workspace_id=workspace_id):
+            self._execute(job, worker)
 
     def notify(self, jobs: int = 1) -> None:
         """Wake idle workers: ``jobs`` new jobs were queued."""

@@ -1,10 +1,14 @@
-"""OCR as background work: planned once an upload is parsed, run page by page (with
-progress) by the worker pool, then indexed at once or held for an admin's review.
+"""OCR as background work: planned once an upload, or a file a refresh found, is parsed;
+run page by page (with progress) by the worker pool, then indexed at once or held for an
+admin's review.
 
 A document's status tells where its OCR is: a scan with no text at all stays unindexed
 (``pending`` while OCR is queued or running, ``needs_ocr`` with a reason code after:
 ``ocr_review``, ``ocr_rejected``, ``ocr_failed``, ``ocr_empty``). A mixed PDF stays
 ``ready`` on its text pages meanwhile, and gains its scanned pages when OCR is indexed.
+
+A job reads one version of its document (its content hash): a file that changes under
+its search path gets a new job at the next refresh, and the old job reads nothing more.
 """
 
 from __future__ import annotations
@@ -13,24 +17,27 @@ import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, Update, update
 from sqlalchemy.orm import Session
 
 from autorag import audit
 from autorag.context import AppContext
 from autorag.errors import AutoragError, Conflict, InvalidInput, NotFound
+from autorag.ingest.minsync import OcrPlanner
 from autorag.ingest.ocr import store
 from autorag.ingest.ocr.base import EngineConfig, OcrEngine, build_engine, local_engine
 from autorag.ingest.ocr.merge import merged_document
 from autorag.ingest.ocr.quality import Scored, combine, visible_chars
 from autorag.ingest.ocr.reader import Bar, OcrMode, PageRead, Readers
 from autorag.ingest.ocr.render import Rendered, open_pages
-from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
+from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome, file_hash
 from autorag.ingest.uploads import stored_path
 from autorag.ingest.workspaces import read_settings
+from autorag.sources import to_real_path
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta
 
@@ -41,6 +48,10 @@ OCR_MODES: tuple[UploadOcrMode, ...] = ("auto", "vision", "skip")
 Guard = Callable[[], AbstractContextManager[None]]
 # Document states OCR may change: a scan waiting for it. A ready (mixed) one keeps its own.
 _SCAN_STATES = ("needs_ocr", "pending")
+# Why a job could not read its file, kept on the document as they are (others: ocr_failed).
+_DOCUMENT_CODES = (
+    "encrypted", "corrupt", "empty", "too_large", "unreadable", "source_missing", "source_changed"
+)  # fmt: skip
 
 
 def ocr_mode(value: str | None) -> UploadOcrMode:
@@ -64,25 +75,48 @@ def plan_ocr(
     context: AppContext, document_id: int, pages: Sequence[int], mode: str | None
 ) -> int | None:
     """Queue OCR of a document's ``pages``: the job's id, or None when the mode or the
-    settings say no. A document with OCR under way keeps its job."""
+    settings say no. A document keeps the job under way over its current content."""
     if not pages or not ocr_wanted(context, mode):
         return None
-    chosen = ocr_mode(mode)
     engine = context.catalog.engine
     existing = store.active_job(engine, document_id)
     if existing is not None:
         return existing
+    document = _document(engine, document_id)
+    if document is None:
+        return None  # deleted meanwhile
     with engine.begin() as conn:
         job_id = store.create_job(
             conn,
             context.info.id,
             document_id,
             pages,
-            mode=chosen,
+            mode=ocr_mode(mode),
             max_pages=context.settings.ocr.max_pages,
+            source_path=_found_path(context, document),
         )
-    _mark_scan(engine, document_id, "pending", "ocr_queued", f"waiting for OCR (job {job_id})")
+        # In the job's transaction: a scan marked waiting for OCR always has its job.
+        waiting = f"waiting for OCR (job {job_id})"
+        conn.execute(
+            _scan_status(document_id, document.content_hash, "pending", "ocr_queued", waiting)
+        )
     return job_id
+
+
+def refresh_planner(context: AppContext) -> OcrPlanner | None:
+    """How a refresh queues OCR of the scans it finds: in the default mode, as an upload
+    without ``ocrMode``; None when OCR is off (``ocr.enabled = false``)."""
+    return partial(plan_ocr, context, mode=None) if ocr_wanted(context, None) else None
+
+
+def _found_path(context: AppContext, document: DocumentRow) -> str | None:
+    """Where a refresh found the document's file; None for an upload (stored by hash).
+
+    Kept on the job: a worker started before a search path was added still finds it.
+    """
+    if document.origin == "upload":
+        return None
+    return to_real_path(document.source_id, context.roots)
 
 
 # -- running --------------------------------------------------------------------------
@@ -101,8 +135,9 @@ def run_ocr_job(context: AppContext, job_id: int, *, indexer: Indexer, guard: Gu
         return None
     store.set_status(engine, job_id, "running")
     try:
-        path = _source_path(context, job.document_id)
+        path = _source_path(context, job)
         _read_pages(context, job, path, _readers(context, job))
+        _current_document(engine, job)  # a refresh may have found a newer version meanwhile
         return _settle(context, job_id, indexer, guard)
     except NotFound:
         return None  # the document was deleted meanwhile, its job with it
@@ -195,8 +230,7 @@ def _settle(context: AppContext, job_id: int, indexer: Indexer, guard: Guard) ->
             quality=quality,
             credibility=believed,
         )
-        message = f"OCR text awaits review: {why}"
-        _mark_scan(engine, job.document_id, "needs_ocr", "ocr_review", message)
+        _mark_scan(engine, job, "needs_ocr", "ocr_review", f"OCR text awaits review: {why}")
         return None
     store.set_status(
         engine, job_id, "indexing", engine=engines, quality=quality, credibility=believed
@@ -212,19 +246,19 @@ def _no_text(
         reason = f"page {failures[0].page}: {failures[0].reason}"
         return _fail(engine, job, "ocr_failed", f"OCR read no text; {reason}")
     store.set_status(engine, job.id, "no_text", engine=engines, reason="OCR found no text")
-    _mark_scan(engine, job.document_id, "needs_ocr", "ocr_empty", "OCR found no text")
+    _mark_scan(engine, job, "needs_ocr", "ocr_empty", "OCR found no text")
     return None
 
 
 def _fail(engine: Engine, job: store.OcrJob, code: str, message: str) -> str:
     store.set_status(engine, job.id, "failed", reason=message)
-    _mark_scan(engine, job.document_id, "needs_ocr", _document_code(code), message)
+    _mark_scan(engine, job, "needs_ocr", _document_code(code), message)
     return f"{code}: {message}"
 
 
 def _document_code(code: str) -> str:
-    # Input errors keep their own stable codes (encrypted, corrupt, too_large…).
-    return code if code in ("encrypted", "corrupt", "empty", "too_large") else "ocr_failed"
+    # Input errors keep their own stable codes (encrypted, corrupt, source_missing…).
+    return code if code in _DOCUMENT_CODES else "ocr_failed"
 
 
 # -- indexing -------------------------------------------------------------------------
@@ -237,7 +271,7 @@ def _index(context: AppContext, job_id: int, indexer: Indexer, guard: Guard) -> 
         document = _document(engine, job.document_id)
         if document is None:
             return None  # deleted meanwhile: nothing to index
-        path = _source_path(context, job.document_id)
+        path = _source_path(context, job)
         parsed = merged_document(path, store.pages(engine, job_id), indexer.limits)
         indexer.index([IngestItem(_meta(document), parsed=parsed)], outcomes.append)
     outcome = outcomes[0] if outcomes else None
@@ -303,9 +337,7 @@ def reject(context: AppContext, job_id: int, *, reviewer: str, user_id: int | No
     )
     if not moved:
         raise Conflict(f"OCR job {job_id} was reviewed meanwhile")
-    _mark_scan(
-        engine, job.document_id, "needs_ocr", "ocr_rejected", f"OCR text rejected by {reviewer}"
-    )
+    _mark_scan(engine, job, "needs_ocr", "ocr_rejected", f"OCR text rejected by {reviewer}")
     _audit(context, "ocr.rejected", job_id, user_id, reviewer)
     return store.get_job(engine, job_id)
 
@@ -333,22 +365,62 @@ def _document(engine: Engine, document_id: int) -> DocumentRow | None:
     return None if document is None or document.status == "deleting" else document
 
 
-def _source_path(context: AppContext, document_id: int) -> Path:
-    document = _document(context.catalog.engine, document_id)
-    if document is None:
-        raise NotFound(f"document {document_id} is gone")
+def _source_path(context: AppContext, job: store.OcrJob) -> Path:
+    """The file the job reads, as long as it holds the content the job was queued for."""
+    document = _current_document(context.catalog.engine, job)
+    if job.source_path is not None:
+        return _unchanged_file(Path(job.source_path), document.content_hash)
     if document.origin != "upload" or document.content_hash is None:
-        raise InvalidInput("OCR reads uploaded files only", code="ocr_unsupported")
+        raise InvalidInput(
+            "OCR reads uploads and files found under search paths only", code="ocr_unsupported"
+        )
     return stored_path(
         context.workspace.data_dir, context.info, document.content_hash, document.doc_type
     )
 
 
-def _mark_scan(engine: Engine, document_id: int, status: str, code: str, message: str) -> None:
-    """Say where OCR is on a scanned document; a ready (mixed) one is left as it is."""
-    with engine.begin() as conn:
-        conn.execute(
-            update(DocumentRow)
-            .where(DocumentRow.id == document_id, DocumentRow.status.in_(_SCAN_STATES))
-            .values(status=status, error_code=code, error=message, updated_at=utcnow())
+def _current_document(engine: Engine, job: store.OcrJob) -> DocumentRow:
+    """The job's document; ``Conflict`` once a refresh recorded another version of it."""
+    document = _document(engine, job.document_id)
+    if document is None:
+        raise NotFound(f"document {job.document_id} is gone")
+    if job.content_hash is not None and document.content_hash != job.content_hash:
+        raise Conflict(
+            "the file changed after this job was queued: the document's next job reads it",
+            code="ocr_superseded",
         )
+    return document
+
+
+def _unchanged_file(path: Path, content_hash: str | None) -> Path:
+    """A file found by a refresh, still as that refresh read it: uploads cannot change
+    under their job, but a file in a search path can be edited or deleted at any time."""
+    try:
+        found = file_hash(path)
+    except FileNotFoundError:
+        message = f"{path} is gone; the next `autorag refresh` removes its document"
+        raise InvalidInput(message, code="source_missing") from None
+    except OSError as exc:
+        raise InvalidInput(f"cannot read {path}: {exc.strerror}", code="unreadable") from None
+    if found != content_hash:
+        message = f"{path} changed after OCR was queued; the next `autorag refresh` queues it"
+        raise InvalidInput(message, code="source_changed")
+    return path
+
+
+def _mark_scan(engine: Engine, job: store.OcrJob, status: str, code: str, message: str) -> None:
+    with engine.begin() as conn:
+        conn.execute(_scan_status(job.document_id, job.content_hash, status, code, message))
+
+
+def _scan_status(
+    document_id: int, content_hash: str | None, status: str, code: str, message: str
+) -> Update:
+    """Say where OCR is on a scanned document. A ready (mixed) one is left as it is, and
+    so is a newer version of the file: it is another job's."""
+    query = update(DocumentRow).where(
+        DocumentRow.id == document_id, DocumentRow.status.in_(_SCAN_STATES)
+    )
+    if content_hash is not None:
+        query = query.where(DocumentRow.content_hash == content_hash)
+    return query.values(status=status, error_code=code, error=message, updated_at=utcnow())

@@ -47,6 +47,8 @@ class OcrJob:
     source_id: str
     mode: str
     status: JobStatus
+    content_hash: str | None  # the document's content the job reads
+    source_path: str | None  # the file a refresh found; None for an upload
     engine: str | None
     pages_total: int
     pages_done: int
@@ -67,17 +69,28 @@ def create_job(
     *,
     mode: str,
     max_pages: int,
+    source_path: str | None = None,
 ) -> int:
-    """An OCR job over ``pages`` and its queue job, in the caller's transaction. Pages
-    past ``max_pages`` are recorded as skipped, with the reason."""
+    """An OCR job over ``pages`` of the document's current content (read from
+    ``source_path``, or the stored upload), and its queue job, in the caller's
+    transaction. Pages past ``max_pages`` are recorded as skipped, with the reason.
+
+    The document's jobs still waiting (queued, or for review) over other content read
+    an older version of the file: they are superseded, so none runs or is approved.
+    """
     now = utcnow()
     over = max(0, len(pages) - max_pages)
+    content_hash = conn.execute(
+        select(DocumentRow.content_hash).where(DocumentRow.id == document_id)
+    ).scalar()
     job_id = conn.execute(
         insert(OcrJobRow)
         .values(
             workspace_id=workspace_id,
             document_id=document_id,
             mode=mode,
+            content_hash=content_hash,
+            source_path=source_path,
             status="queued",
             pages_total=len(pages),
             pages_done=over,
@@ -99,18 +112,73 @@ def create_job(
     ]
     if rows:
         conn.execute(insert(OcrPageRow), rows)
+    conn.execute(
+        update(OcrJobRow)
+        .where(
+            OcrJobRow.document_id == document_id,
+            OcrJobRow.content_hash.is_distinct_from(content_hash),
+            OcrJobRow.status.in_(("queued", "review")),
+        )
+        .values(
+            status="failed", reason=f"superseded by job {job_id}: the file changed", updated_at=now
+        )
+    )
     queue.enqueue(conn, workspace_id, OCR_JOB, document_id=document_id, payload={"ocr_job": job_id})
     return int(job_id)
 
 
 def active_job(engine: Engine, document_id: int) -> int | None:
-    """The document's OCR job that is not finished, if any."""
-    query = select(OcrJobRow.id).where(
-        OcrJobRow.document_id == document_id, OcrJobRow.status.in_(ACTIVE)
+    """The unfinished OCR job over the document's current content, if any."""
+    query = (
+        select(OcrJobRow.id)
+        .join(DocumentRow, DocumentRow.id == OcrJobRow.document_id)
+        .where(
+            OcrJobRow.document_id == document_id,
+            OcrJobRow.content_hash == DocumentRow.content_hash,
+            OcrJobRow.status.in_(ACTIVE),
+        )
     )
     with engine.connect() as conn:
         found = conn.execute(query.order_by(OcrJobRow.id.desc()).limit(1)).scalar()
     return None if found is None else int(found)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Where a set of jobs is: pages read of all pages, and how many jobs per status."""
+
+    pages_done: int
+    pages_total: int
+    statuses: dict[str, int]
+
+
+def open_jobs(engine: Engine, workspace_id: int) -> list[int]:
+    """The workspace's OCR jobs queued or being read."""
+    query = select(OcrJobRow.id).where(
+        OcrJobRow.workspace_id == workspace_id, OcrJobRow.status.in_(("queued", "running"))
+    )
+    with engine.connect() as conn:
+        return [int(job_id) for job_id in conn.execute(query.order_by(OcrJobRow.id)).scalars()]
+
+
+def tally(engine: Engine, job_ids: Collection[int]) -> Tally:
+    query = (
+        select(
+            OcrJobRow.status,
+            func.count(OcrJobRow.id),
+            func.sum(OcrJobRow.pages_done),
+            func.sum(OcrJobRow.pages_total),
+        )
+        .where(OcrJobRow.id.in_(list(job_ids)))
+        .group_by(OcrJobRow.status)
+    )
+    with engine.connect() as conn:
+        rows = conn.execute(query).all()
+    return Tally(
+        pages_done=sum(int(row[2]) for row in rows),
+        pages_total=sum(int(row[3]) for row in rows),
+        statuses={row[0]: int(row[1]) for row in rows},
+    )
 
 
 def get_job(engine: Engine, job_id: int, *, workspace_id: int | None = None) -> OcrJob:
@@ -215,6 +283,8 @@ def _job(row: Any) -> OcrJob:
         source_id=row[2],
         mode=job.mode,
         status=job.status,  # type: ignore[arg-type]
+        content_hash=job.content_hash,
+        source_path=job.source_path,
         engine=job.engine,
         pages_total=job.pages_total,
         pages_done=job.pages_done,

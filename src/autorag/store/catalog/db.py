@@ -16,7 +16,7 @@ from autorag.errors import InvalidInput, Unavailable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Bump with every new migration: lets start-up skip Alembic when the schema is current.
-SCHEMA_HEAD = "0009"
+SCHEMA_HEAD = "0010"
 
 
 def sqlite_url(path: Path) -> str:

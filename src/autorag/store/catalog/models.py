@@ -101,6 +101,7 @@ class RefreshRunRow(Base):
     indexed: Mapped[int] = mapped_column(Integer, default=0)
     unchanged: Mapped[int] = mapped_column(Integer, default=0)
     failed: Mapped[int] = mapped_column(Integer, default=0)
+    needs_ocr: Mapped[int] = mapped_column(Integer, default=0)  # left without text for now
     deleted: Mapped[int] = mapped_column(Integer, default=0)
     error: Mapped[str | None] = mapped_column(Text)
 
@@ -365,6 +366,10 @@ class OcrJobRow(Base):
     workspace_id: Mapped[int] = mapped_column(ForeignKey("workspaces.id", ondelete="CASCADE"))
     document_id: Mapped[int] = mapped_column(ForeignKey("documents.id", ondelete="CASCADE"))
     mode: Mapped[str] = mapped_column(String(16))  # auto | vision
+    # The document's content the job reads: a file changed since is another job's.
+    content_hash: Mapped[str | None] = mapped_column(String(64))
+    # The file a refresh found, read where it was found; None for an upload (stored).
+    source_path: Mapped[str | None] = mapped_column(Text)
     # queued | running | review | indexing | indexed | rejected | failed | no_text
     status: Mapped[str] = mapped_column(String(16))
     engine: Mapped[str | None] = mapped_column(String(64))  # engines that read pages

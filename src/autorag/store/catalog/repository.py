@@ -47,6 +47,7 @@ class FileState:
     mtime_ns: int
     status: str
     content_hash: str | None
+    error_code: str | None
 
 
 @dataclass(frozen=True)
@@ -140,9 +141,10 @@ class Catalog:
             DocumentRow.mtime_ns,
             DocumentRow.status,
             DocumentRow.content_hash,
+            DocumentRow.error_code,
         ).where(DocumentRow.workspace_id == workspace_id, DocumentRow.origin == origin)
         with self.engine.connect() as conn:
-            return {r[0]: FileState(r[1], r[2], r[3], r[4], r[5]) for r in conn.execute(query)}
+            return {r[0]: FileState(*r[1:]) for r in conn.execute(query)}
 
     def stage_documents(
         self, workspace_id: int, staged: Sequence[StagedDocument]
@@ -424,6 +426,7 @@ class Catalog:
                     indexed=0,
                     unchanged=0,
                     failed=0,
+                    needs_ocr=0,
                     deleted=0,
                 )
                 .returning(RefreshRunRow.id)
