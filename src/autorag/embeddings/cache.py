@@ -44,6 +44,7 @@ CREATE INDEX IF NOT EXISTS embeddings_by_last_used ON embeddings (last_used);
 
 # How long a writer waits for another process's write to finish.
 _BUSY_TIMEOUT_S = 10.0
+_LOCKED_RETRY_S = 0.05
 # SQLite's default limit on bound parameters is far above this; smaller keeps statements cheap.
 _LOOKUP_CHUNK = 500
 # A hit rewrites last_used only if it is older than this: reads stay reads in the common
@@ -253,11 +254,29 @@ def _connect(path: Path) -> sqlite3.Connection:
         path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
     try:
-        _prepare(conn)
+        _prepare_when_free(conn)
     except BaseException:
         conn.close()
         raise
     return conn
+
+
+def _prepare_when_free(conn: sqlite3.Connection) -> None:
+    """``_prepare``, waiting out another process that holds the file.
+
+    Switching a new file to WAL fails at once with "database is locked" while another
+    process does the same (SQLite's busy timeout does not cover it): two processes
+    creating the cache together would otherwise leave one of them caching in memory.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_S
+    while True:
+        try:
+            _prepare(conn)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(_LOCKED_RETRY_S)
 
 
 def _in_memory(path: Path, reason: BaseException) -> sqlite3.Connection:
