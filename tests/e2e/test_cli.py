@@ -40,13 +40,12 @@ def run_json(workspace: Path, *args: str) -> Any:
     return json.loads(run(workspace, *args, "--json"))
 
 
-def test_index_search_ask_and_manage_documents(tmp_path: Path, catalog_url: str | None) -> None:
+def test_index_search_ask_and_manage_documents(tmp_path: Path) -> None:
     docs = tmp_path / "policies"
     write_corpus(docs)
     kb = tmp_path / "kb"
     subprocess.run([*AUTORAG, "init", str(kb)], check=True, capture_output=True)
     assert (kb / "autorag.toml").is_file() and (kb / ".autorag").is_dir()
-    new_workspace(kb, catalog_url)  # the catalog: SQLite inside, or a PostgreSQL database
     assert run_json(kb, "status")["state"] == "configured"
 
     run(kb, "add", str(docs))
@@ -120,10 +119,23 @@ def _db_counts(kb: Path) -> dict[str, int]:
         return {}
 
 
-@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+# The crash on PostgreSQL too (its transactions, not SQLite's, must keep the index whole).
+@pytest.mark.parametrize(
+    ("backend", "sig"),
+    [
+        pytest.param("sqlite", signal.SIGKILL, id="kill-9"),
+        pytest.param("sqlite", signal.SIGINT, id="ctrl-c"),
+        pytest.param(
+            "postgresql", signal.SIGKILL, id="postgresql-kill-9", marks=pytest.mark.postgres
+        ),
+    ],
+)
 def test_refresh_interrupted_midway_then_resumed(
-    tmp_path: Path, sig: signal.Signals, catalog_url: str | None
+    tmp_path: Path, backend: str, sig: signal.Signals, request: pytest.FixtureRequest
 ) -> None:
+    catalog_url = None
+    if backend == "postgresql":
+        catalog_url = request.getfixturevalue("postgres_server").new_database()
     docs = tmp_path / "many"
     docs.mkdir()
     total = 300
