@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import delete, func, insert, select
 from tests.samples import write_docx, write_pdf
+from tests.workspaces import new_workspace
 
 from autorag.agent.skills.attachments import NO_ATTACHMENTS, DocumentTempProcess
 from autorag.agent.skills.base import SkillContext
@@ -37,7 +38,6 @@ from autorag.store.catalog.models import (
     WorkspaceMemoryRow,
     utcnow,
 )
-from autorag.workspace import init_workspace
 
 SUBMARINE = "The Quillfeather submarine docks at Port Ellery every second Tuesday."
 # Pages long enough for a text layer: under 100 characters a PDF counts as a scan.
@@ -56,11 +56,7 @@ def app(
     docs = root / "docs"
     docs.mkdir()
     (docs / "notes.txt").write_text("The office cat is called Pixel.\n", encoding="utf-8")
-    workspace = init_workspace(root / "kb")
-    config: dict[str, object] = {"search_paths": [str(docs)]}
-    if module_catalog_url:
-        config["database_url"] = module_catalog_url
-    workspace.write_config(config)
+    workspace = new_workspace(root / "kb", module_catalog_url, search_paths=[str(docs)])
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[])
     yield context

@@ -12,6 +12,7 @@ from uuid import uuid4
 import pytest
 from sqlalchemy import update
 from tests.samples import write_corpus
+from tests.workspaces import new_workspace
 
 from autorag.context import AppContext, open_context
 from autorag.ingest.chunker import chunk_document
@@ -21,7 +22,6 @@ from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.models import DocumentRow
 from autorag.store.catalog.repository import DocumentMeta, StagedDocument
-from autorag.workspace import init_workspace
 
 FACTS = {
     "pdf": ("How long is the refund window?", "refunds.pdf"),
@@ -39,11 +39,8 @@ FACTS = {
 def app(tmp_path: Path, catalog_url: str | None) -> Iterator[AppContext]:
     docs = tmp_path / "docs"
     write_corpus(docs)
-    workspace = init_workspace(tmp_path / "kb")
-    config: dict[str, object] = {"search_paths": [str(docs)]}
-    if catalog_url:  # PostgreSQL (full-text there too); the default is SQLite
-        config["database_url"] = catalog_url
-    workspace.write_config(config)
+    # PostgreSQL (full-text there too) or the default SQLite.
+    workspace = new_workspace(tmp_path / "kb", catalog_url, search_paths=[str(docs)])
     context = open_context(workspace)
     yield context
     context.close()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 from sqlalchemy import text
+from tests.workspaces import new_workspace
 from typer.testing import CliRunner, Result
 
 from autorag.auth import service
@@ -22,7 +23,7 @@ from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.sources.policy import MAX_RULES
 from autorag.sources.policy_store import open_policy
 from autorag.store.catalog.db import SCHEMA_HEAD
-from autorag.workspace import Workspace, init_workspace
+from autorag.workspace import Workspace
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ApiServer, LaunchApi
@@ -35,10 +36,7 @@ def make_workspace(root: Path, database_url: str | None = None) -> tuple[Workspa
     catalog at ``database_url`` (default: SQLite inside it)."""
     docs = root / "docs"
     docs.mkdir(parents=True)
-    workspace = init_workspace(root / "kb")
-    set_search_path(workspace, docs)
-    if database_url:
-        workspace.write_config({**workspace.read_config(), "database_url": database_url})
+    workspace = new_workspace(root / "kb", database_url, search_paths=[str(docs.resolve())])
     return workspace, docs
 
 
