@@ -81,6 +81,8 @@ class ServerSettings(BaseModel):
     host: str = "127.0.0.1"  # loopback unless told otherwise
     port: int = Field(default=8000, ge=1, le=65535)
     max_upload_mb: float = Field(default=100, gt=0)
+    # Any other request body (search, chat, JSON): refused with 413 past this, unread.
+    max_body_kb: int = Field(default=1024, ge=16)
     # Background document processing threads; 0: leave jobs to `autorag worker` processes.
     workers: int = Field(default=2, ge=0, le=64)
     cors_origins: list[str] = Field(default_factory=list)  # CORS is off unless listed
