@@ -1,10 +1,14 @@
 """The on-disk layout of a workspace: ``<root>/autorag.toml`` and ``<root>/.autorag/``.
 
-Every path AutoRAG writes inside a workspace is named here and nowhere else.
+Every path AutoRAG writes inside a workspace is named here and nowhere else. What it
+holds is the owner's alone: ``.autorag/`` and every folder in it are 0700, every file
+in it and ``autorag.toml`` 0600, made so at creation and repaired whenever the workspace
+is opened (``init_workspace``, ``find_workspace``, ``Workspace.secure``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from dataclasses import dataclass
@@ -13,6 +17,14 @@ from typing import Any
 
 import tomli_w
 
+from autorag.auth.private_files import (
+    make_private_dir,
+    tighten,
+    tighten_tree,
+    touch_private,
+    warn_repaired,
+    write_private,
+)
 from autorag.config import CONFIG_FILE_NAME
 from autorag.errors import InvalidInput, NotFound
 
@@ -92,18 +104,43 @@ class Workspace:
             raise InvalidInput(f"{self.config_file}: invalid TOML: {exc}") from exc
 
     def write_config(self, data: dict[str, Any]) -> None:
-        """Write the config atomically so an interrupted write never truncates it."""
-        tmp = self.config_file.with_suffix(".toml.tmp")
-        tmp.write_text(_CONFIG_HEADER + tomli_w.dumps(data), encoding="utf-8")
-        os.replace(tmp, self.config_file)
+        """Write the config atomically (0600) so an interrupted write never truncates it."""
+        text = _CONFIG_HEADER + tomli_w.dumps(data)
+        write_private(self.config_file, text.encode("utf-8"), replace=True)
+
+    def secure(self) -> list[str]:
+        """Make ``.autorag/`` (all of it) and ``autorag.toml`` the owner's alone again;
+        each repair made is logged as a warning and returned."""
+        repaired = [m for m in (tighten(self.config_file),) if m]
+        if self.data_dir.is_dir():
+            with contextlib.suppress(OSError):  # a read-only workspace still opens
+                touch_private(self.refresh_lock_file)  # 0600 before anyone locks it
+            repaired += tighten_tree(self.data_dir)
+        return warn_repaired(repaired, "workspace data")
 
 
 def init_workspace(root: Path) -> Workspace:
     ws = Workspace(root.expanduser().resolve())
-    ws.data_dir.mkdir(parents=True, exist_ok=True)
+    make_private_dir(ws.data_dir)
     if not ws.config_file.exists():
         ws.write_config({"workspace": "default", "search_paths": []})
+    ws.secure()
+    _opened(ws)
     return ws
+
+
+_last_opened: Workspace | None = None
+
+
+def _opened(ws: Workspace) -> Workspace:
+    global _last_opened
+    _last_opened = ws
+    return ws
+
+
+def last_opened_workspace() -> Workspace | None:
+    """The workspace this process opened last (``init_workspace``, ``find_workspace``)."""
+    return _last_opened
 
 
 def find_workspace(explicit: Path | None = None, start: Path | None = None) -> Workspace:
@@ -114,13 +151,18 @@ def find_workspace(explicit: Path | None = None, start: Path | None = None) -> W
         ws = Workspace(explicit.expanduser().resolve())
         if not ws.is_initialized:
             raise NotFound(f"no AutoRAG workspace at {ws.root} (run `autorag init {ws.root}`)")
-        return ws
+        return _open(ws)
     here = (start or Path.cwd()).resolve()
     for candidate in (here, *here.parents):
         ws = Workspace(candidate)
         if ws.is_initialized:
-            return ws
+            return _open(ws)
     raise NotFound(
         f"no AutoRAG workspace in {here} or its parents "
         "(run `autorag init DIR`, pass --workspace DIR or set AUTORAG_WORKSPACE_DIR)"
     )
+
+
+def _open(ws: Workspace) -> Workspace:
+    ws.secure()
+    return _opened(ws)

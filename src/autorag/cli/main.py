@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from autorag import __version__
+from autorag.auth.private_files import owner_only_umask
 from autorag.cli import (
     chat,
     datasources,
@@ -92,6 +93,9 @@ app.add_typer(ocr.app, name="ocr")
 
 
 def run() -> None:
+    # Belt and braces: every file the command (or the server it starts) creates is the
+    # owner's alone, besides the modes set and repaired where the data is written.
+    owner_only_umask()
     try:
         app()
     except AutoragError as exc:

@@ -1,5 +1,10 @@
 """The DLP tables: ``dlp_patterns`` and ``dlp_originals``. Catalog reads and writes only;
-what they mean is ``autorag.dlp.service``'s business."""
+what they mean is ``autorag.dlp.service``'s business.
+
+Originals are sealed at rest (``autorag.secretbox``, purpose ``dlp_originals``, bound to
+the row id) with the workspace's key, which is never in the database. Rows written
+before that are read as they are; migration 0011 seals them.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +15,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from autorag.dlp.patterns import BUILTINS, DISABLED_BY_DEFAULT, Pattern
 from autorag.errors import Conflict, NotFound
+from autorag.secretbox import SecretBox, catalog_box, is_sealed
 from autorag.store.catalog.models import DlpOriginalRow, DlpPatternRow, utcnow
 from autorag.store.catalog.repository import Catalog
+
+SEAL_PURPOSE = "dlp_originals"
 
 
 @dataclass(frozen=True)
@@ -189,6 +197,7 @@ def insert_original(
     ref: str | None,
 ) -> str:
     original_id = secrets.token_urlsafe(16)  # unguessable: an id alone reveals nothing
+    sealed = _box(catalog.engine).seal(original, bound_to=original_id)
     with catalog.engine.begin() as conn:
         conn.execute(
             insert(DlpOriginalRow).values(
@@ -197,7 +206,7 @@ def insert_original(
                 user_id=user_id,
                 source=source,
                 ref=ref,
-                original=original,
+                original=sealed,
                 redacted=redacted,
                 types=json.dumps(sorted(set(types))),
                 created_at=utcnow(),
@@ -222,11 +231,53 @@ def get_original(session: Session, *, original_id: str | None, ref: str | None) 
         row.user_id,
         row.source,
         row.ref,
-        row.original,
+        _open_original(session, row),
         row.redacted,
         tuple(json.loads(row.types or "[]")),
         _utc(row.created_at),
     )
+
+
+def _box(engine: Engine) -> SecretBox:
+    return catalog_box(engine, SEAL_PURPOSE)
+
+
+def _open_original(session: Session, row: DlpOriginalRow) -> str:
+    if not is_sealed(row.original):
+        return row.original  # written before originals were sealed
+    return _box(session.get_bind().engine).open(row.original, bound_to=row.id)
+
+
+def seal_clear_originals(conn: Connection) -> int:
+    """Seal the originals still stored in clear; how many there were."""
+    rows = conn.execute(select(DlpOriginalRow.id, DlpOriginalRow.original)).all()
+    clear = [(row.id, row.original) for row in rows if not is_sealed(row.original)]
+    if not clear:
+        return 0
+    box = _box(conn.engine)
+    for original_id, original in clear:
+        conn.execute(
+            update(DlpOriginalRow)
+            .where(DlpOriginalRow.id == original_id)
+            .values(original=box.seal(original, bound_to=original_id))
+        )
+    return len(clear)
+
+
+def open_sealed_originals(conn: Connection) -> int:
+    """Undo ``seal_clear_originals`` (a schema downgrade); how many were opened."""
+    rows = conn.execute(select(DlpOriginalRow.id, DlpOriginalRow.original)).all()
+    sealed = [(row.id, row.original) for row in rows if is_sealed(row.original)]
+    if not sealed:
+        return 0
+    box = _box(conn.engine)
+    for original_id, value in sealed:
+        conn.execute(
+            update(DlpOriginalRow)
+            .where(DlpOriginalRow.id == original_id)
+            .values(original=box.open(value, bound_to=original_id))
+        )
+    return len(sealed)
 
 
 def delete_originals(catalog: Catalog, ref: str) -> int:

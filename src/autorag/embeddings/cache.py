@@ -5,6 +5,10 @@ One SQLite file (WAL mode, so several processes can read while one writes) maps
 is missing it is recreated, if it is corrupt it is moved aside and recreated, and if it
 cannot be used at all the cache lives in memory for this process. Callers never see
 a cache error.
+
+Embeddings say much about the text they were made from: the file and its WAL and
+shared-memory files are 0600, made so on creation and repaired on every open, in a
+folder created 0700 (the default folder is kept so).
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from typing import TypeVar
 import numpy as np
 import platformdirs
 
+from autorag.auth.private_files import make_private_dir, tighten_all, touch_private, warn_repaired
 from autorag.embeddings.base import EmbeddingProvider, Vectors
 from autorag.errors import InvalidInput
 
@@ -249,7 +254,8 @@ class EmbeddingCache:
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    path.parent.mkdir(parents=True, exist_ok=True)
+    make_private_dir(path.parent, tighten_existing=path == default_cache_path())
+    repaired = [m for m in (touch_private(path),) if m]  # 0600 before SQLite makes it 0644
     conn = sqlite3.connect(
         path, timeout=_BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False
     )
@@ -258,6 +264,9 @@ def _connect(path: Path) -> sqlite3.Connection:
     except BaseException:
         conn.close()
         raise
+    # SQLite gives the WAL and shared-memory files the database file's mode.
+    sidecars = [path.with_name(path.name + suffix) for suffix in ("-wal", "-shm")]
+    warn_repaired(repaired + tighten_all(sidecars), "the embedding cache")
     return conn
 
 

@@ -28,6 +28,7 @@ from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from autorag.auth.private_files import create_private, make_private_dir
 from autorag.errors import (
     Conflict,
     InvalidInput,
@@ -399,9 +400,9 @@ class MultipartReceiver:
             raise InvalidInput("upload one file per request", code="too_many_files")
         self._filename = filename
         doc_type = upload_type(sanitize_filename(filename))  # 415 before any byte is stored
-        self.directory.mkdir(parents=True, exist_ok=True)
+        make_private_dir(self.directory)
         self._path = self.directory / f"{secrets.token_hex(16)}.{doc_type}"
-        self._sink = self._path.open("xb")
+        self._sink = create_private(self._path)
 
     def _part_data(self, data: bytes, start: int, end: int) -> None:
         piece = data[start:end]
@@ -499,7 +500,7 @@ def store_upload(
         if existing is not None:
             return StoredUpload(existing, duplicate=True)
         target = stored_path(data_dir, workspace, received.sha256, doc_type)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(target.parent)
         os.replace(received.path, target)  # same content, same name: a racing twin is harmless
     finally:
         received.path.unlink(missing_ok=True)

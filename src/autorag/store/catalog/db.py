@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +13,15 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DataError, DBAPIError
 
+from autorag.auth.private_files import tighten_all, touch_private, warn_repaired
 from autorag.errors import InvalidInput, Unavailable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Bump with every new migration: lets start-up skip Alembic when the schema is current.
-SCHEMA_HEAD = "0010"
+SCHEMA_HEAD = "0011"
+# The folder whose secret key seals what this catalog keeps encrypted (a workspace's
+# ``.autorag/``), for catalogs that are not a SQLite file inside it.
+_DATA_DIRS: weakref.WeakKeyDictionary[Engine, Path] = weakref.WeakKeyDictionary()
 
 
 def sqlite_url(path: Path) -> str:
@@ -41,6 +46,10 @@ def create_catalog_engine(url: str) -> Engine:
     url = normalize_database_url(url)
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"timeout": 30, "check_same_thread": False})
+        database = sqlite_file(engine)
+        if database is not None and database.parent.is_dir():
+            # 0600 before SQLite creates it 0644; a loosened one is repaired.
+            warn_repaired([m for m in (touch_private(database),) if m], "the catalog")
         event.listen(engine, "connect", _configure_sqlite)
         return engine
     try:
@@ -74,7 +83,42 @@ def _configure_sqlite(dbapi_connection: Any, _record: Any) -> None:
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.execute("PRAGMA foreign_keys=ON")
     cursor.execute("PRAGMA busy_timeout=30000")
+    name = next((row[2] for row in cursor.execute("PRAGMA database_list") if row[1] == "main"), "")
     cursor.close()
+    if name:
+        secure_sqlite_files(Path(name))
+
+
+def secure_sqlite_files(database: Path) -> list[str]:
+    """The database file and its WAL and shared-memory files at 0600 (SQLite makes the
+    latter two with the database file's mode, so that one set right keeps them so)."""
+    paths = [database, *(database.with_name(database.name + s) for s in ("-wal", "-shm"))]
+    return warn_repaired(tighten_all(paths), "the catalog")
+
+
+def sqlite_file(engine: Engine) -> Path | None:
+    """The file of a SQLite catalog; None for other databases and in-memory SQLite."""
+    if engine.dialect.name != "sqlite":
+        return None
+    database = engine.url.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database).expanduser().absolute()
+
+
+def bind_data_dir(engine: Engine, data_dir: Path) -> None:
+    """Name the workspace data folder (``.autorag/``) whose key seals this catalog's
+    secrets; a SQLite catalog file is taken to live in it unless told otherwise."""
+    _DATA_DIRS[engine] = data_dir
+
+
+def data_dir_of(engine: Engine) -> Path | None:
+    """The folder bound with ``bind_data_dir``, else a SQLite catalog file's folder."""
+    bound = _DATA_DIRS.get(engine)
+    if bound is not None:
+        return bound
+    database = sqlite_file(engine)
+    return database.parent if database is not None else None
 
 
 def migrate(engine: Engine) -> None:

@@ -1,8 +1,13 @@
-"""Vectors in LanceDB (embedded): one table per workspace."""
+"""Vectors in LanceDB (embedded): one table per workspace.
+
+LanceDB writes its files with the process umask; each write's new files and folders are
+set owner-only (0600/0700) right after it, and the whole folder on open.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -12,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from autorag.auth.private_files import make_private_dir, tighten, tighten_tree, warn_repaired
 from autorag.errors import Unavailable
 from autorag.models import SearchFilters
 from autorag.store.vectors.base import VectorRecord, check_dimensions
@@ -45,13 +51,17 @@ class LanceVectorStore:
                 ("vector", pa.list_(pa.float32(), dim)),
             ]
         )
+        self._directory = directory
+        self._private: set[tuple[str, int]] = set()  # (path, inode) made owner-only
         try:
-            directory.mkdir(parents=True, exist_ok=True)
+            make_private_dir(directory)
+            warn_repaired(tighten_tree(directory), "the vector store")
             # Interval 0: every read sees writes made by other processes (workers).
             self._db = lancedb.connect(str(directory), read_consistency_interval=timedelta(0))
             if recreate:
                 self._db.drop_table(table_name, ignore_missing=True)  # type: ignore[call-arg]
             self._table = self._open_or_create(table_name)
+            self._secure_new_files()
         except Exception as exc:
             raise Unavailable(f"vector store at {directory} unavailable: {exc}") from exc
         self._exact: tuple[int, ExactIndex] | None = None  # (table version, index)
@@ -89,11 +99,13 @@ class LanceVectorStore:
             schema=self._schema,
         )
         self._table.add(batch)
+        self._secure_new_files()
 
     def delete_documents(self, document_ids: Sequence[int]) -> None:
         for start in range(0, len(document_ids), 1000):
             part = document_ids[start : start + 1000]
             self._table.delete(f"document_id IN ({_int_list(part)})")
+        self._secure_new_files()
 
     def search(
         self, vector: npt.NDArray[np.float32], *, depth: int, filters: SearchFilters
@@ -135,6 +147,7 @@ class LanceVectorStore:
         if rows >= ANN_INDEX_MIN_ROWS:
             log.info("building ANN index over %d vectors", rows)
             self._table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", replace=True)
+        self._secure_new_files()
 
     def drop(self) -> None:
         self._db.drop_table(self.table_name)
@@ -142,6 +155,24 @@ class LanceVectorStore:
     def copy_to(self, table: str) -> None:
         # An overwrite is one new version of ``table``: open readers move to it whole.
         self._db.create_table(table, data=self._table.to_arrow(), mode="overwrite")
+        self._secure_new_files()
+
+    def _secure_new_files(self) -> None:
+        """Make the files and folders written since the last call owner-only: a listing
+        of the folders, where only new entries (path and inode) are looked at."""
+        stack = [str(self._directory)]
+        while stack:
+            try:
+                entries = list(os.scandir(stack.pop()))
+            except FileNotFoundError:  # a table dropped meanwhile
+                continue
+            for entry in entries:
+                key = (entry.path, entry.inode())
+                if key not in self._private:
+                    tighten(Path(entry.path))
+                    self._private.add(key)
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
 
 
 def _int_list(values: Sequence[int]) -> str:
