@@ -5,6 +5,12 @@ plain text means "answer". Tokens are held while the decision is open and droppe
 the iteration turns out to be a tool call (buffered replay); once the text is clearly an
 answer the held tokens are replayed and the rest streams live. Watchdogs (budget.py)
 bound every run; ``AgentResult.abort_reason`` says how it ended.
+
+A call a model wrote into its text instead of the tool API is recovered (toolcalls.py)
+only from what that model wrote in this turn: never from a provider that does not write
+calls as text (the extractive one, which quotes sources), and never when the "call"
+repeats text the model was given as data (sources, tool results, the conversation).
+Each skill then checks the asking user's permission for what it does (``Caller``).
 """
 
 from __future__ import annotations
@@ -30,7 +36,7 @@ from autorag.agent.budget import (
 from autorag.agent.config import AgentConfig
 from autorag.agent.events import CitationsEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.agent.prompts import FINAL_ANSWER_NOW, system_prompt
-from autorag.agent.skills.base import Skill, SkillContext, SkillResult
+from autorag.agent.skills.base import NOBODY, Caller, Skill, SkillContext, SkillResult
 from autorag.agent.toolcalls import may_become_tool_call, resolve_implicit_tool_call
 from autorag.config import AgentSettings
 from autorag.context import AppContext
@@ -64,6 +70,9 @@ class AgentRequest:
     user_id: int | None = None
     custom_instructions: str = ""
     plan_mode: bool | None = None  # None: as the workspace's agent config says
+    # Who asks, for the skills' permission checks (``ChatService`` always says). None:
+    # nobody, holding no permission (a peer's remote session, say).
+    caller: Caller | None = None
 
 
 @dataclass
@@ -88,6 +97,8 @@ class _Decision:
     text: str
     streamed: bool  # the text already went to the client
     stopped: AbortReason | None = None  # cut short by the watchdog or the client
+    # The text is the model's own writing, where a call may hide (not extraction).
+    may_hold_call: bool = True
 
 
 class Orchestrator:
@@ -169,6 +180,7 @@ class Orchestrator:
             app=self.app,
             chat_id=self.request.chat_id,
             user_id=self.request.user_id,
+            caller=self.request.caller or NOBODY,
             filters=self.request.filters,
             k=self.limits.search_k,
             first_citation_number=len(self.citations) + 1,
@@ -193,8 +205,8 @@ class Orchestrator:
             if decision.stopped:  # held text may be a tool call's preamble: not an answer
                 return decision.text if decision.streamed else "", decision.stopped, iteration
             call = decision.call
-            if call is None and not decision.streamed:
-                call = resolve_implicit_tool_call(decision.text, self.skills)
+            if call is None and not decision.streamed and decision.may_hold_call:
+                call = resolve_implicit_tool_call(decision.text, self.skills, _data(messages))
             if call is None and hold:
                 call = ToolCall(f"forced_{iteration}", RAG_SEARCH, {"query": self.request.question})
             if call is None:
@@ -259,6 +271,7 @@ class Orchestrator:
         stream = target.provider.stream_chat(messages, tools=tools, model=target.model)
         held: list[str] = []
         decision = _Decision(None, "", streamed=not tools)
+        decision.may_hold_call = writes_calls_as_text(target)
         usage: Usage | None = None
         try:
             for delta in stream:
@@ -276,7 +289,7 @@ class Orchestrator:
                     held.append(delta.text)
                     if decision.streamed:
                         self.emit(TokenEvent(delta.text))
-                    elif not hold_all and self._can_commit(held):
+                    elif not hold_all and self._can_commit(held, decision.may_hold_call):
                         decision.streamed = True
                         self._replay("".join(held))
         finally:
@@ -286,9 +299,11 @@ class Orchestrator:
         self._charge(messages, decision, usage)
         return decision
 
-    def _can_commit(self, held: list[str]) -> bool:
+    def _can_commit(self, held: list[str], may_hold_call: bool) -> bool:
         text = "".join(held)
-        return len(text) >= COMMIT_CHARS and not may_become_tool_call(text)
+        if len(text) < COMMIT_CHARS:
+            return False
+        return not may_hold_call or not may_become_tool_call(text)
 
     def _replay(self, text: str) -> None:
         if text:
@@ -402,6 +417,20 @@ class Orchestrator:
 
     def _note(self, code: str, message: str) -> None:
         self.diagnostics.append(Diagnostic(code, message, "warning"))
+
+
+def writes_calls_as_text(target: Target) -> bool:
+    """Whether the target's text may be a tool call written out (small local models do
+    that); a provider says it never does with ``writes_tool_calls_as_text = False``."""
+    return bool(getattr(target.provider, "writes_tool_calls_as_text", True))
+
+
+def _data(messages: Sequence[ChatMessage]) -> list[str]:
+    """What the model was given as material, not as instructions: every message but the
+    system prompt (the conversation, tool results) and every source a tool returned."""
+    texts = [m.content for m in messages if m.role != "system" and m.content]
+    texts += [c.text for m in messages for c in m.citations if c.text]
+    return texts
 
 
 def _close(stream: Iterator[LLMDelta]) -> None:

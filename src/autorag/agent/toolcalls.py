@@ -5,13 +5,18 @@ API: ``<tool_call>{"name": "rag_search", "arguments": {...}}</tool_call>``,
 ``<function=rag_search>{...}</function>``, ``<rag_search>{"query": ...}</rag_search>``
 or ``<rag_search><query>…</query></rag_search>``. ``resolve_implicit_tool_call`` turns
 such text back into a ``ToolCall`` so the turn is not lost as a strange answer.
+
+Only text the model wrote itself may become a call. Text that came in as data (a
+source, a tool result, an attachment, a memory value, a peer's passage, the
+conversation) is never an instruction: a "call" that repeats such text is the model
+quoting it, and stays part of the answer.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
 from typing import Any
 
 from autorag.llm.base import ToolCall
@@ -28,23 +33,64 @@ _LONGEST_OPENING = 40
 IMPLICIT_CALL_ID = "implicit_call"
 
 
-def resolve_implicit_tool_call(text: str, skills: Collection[str]) -> ToolCall | None:
+def resolve_implicit_tool_call(
+    text: str, skills: Collection[str], data: Iterable[str] = ()
+) -> ToolCall | None:
     """The tool call written in ``text``, or None if it is a plain answer.
 
     A wrapped form (``<tool_call>``, ``<function=…>``) names any skill, known or not, so
     unknown names still reach the circuit breaker. A bare ``<name>`` tag counts only for
     a known skill: answers may contain harmless markup.
+
+    ``data`` are the texts the model was given as material this turn (tool results,
+    sources, attachments, memory, earlier messages). When any call written in ``text``
+    repeats one found in them (verbatim up to whitespace, or the same name and
+    arguments), ``text`` quotes data and is an answer, not a call.
     """
-    wrapped = _WRAPPED.search(text)
-    if wrapped:
-        return _from_json(wrapped.group(2))
-    function = _FUNCTION_EQ.search(text)
-    if function:
-        return _call(function.group(1), _arguments(function.group(2)))
+    found = list(_written_calls(text, skills))
+    if not found:
+        return None
+    if _quotes_data(found, skills, data):
+        return None
+    return found[0][1]
+
+
+def _written_calls(text: str, skills: Collection[str]) -> Iterator[tuple[str, ToolCall | None]]:
+    """Each call-like span of ``text`` in the order the forms are tried, with the call it
+    parses to (None for a wrapped form whose JSON does not parse)."""
+    for wrapped in _WRAPPED.finditer(text):
+        yield wrapped.group(0), _from_json(wrapped.group(2))
+    for function in _FUNCTION_EQ.finditer(text):
+        yield function.group(0), _call(function.group(1), _arguments(function.group(2)))
     for tag in _NAMED_TAG.finditer(text):
         if tag.group(1) in skills:
-            return _call(tag.group(1), _arguments(tag.group(2)))
-    return None
+            yield tag.group(0), _call(tag.group(1), _arguments(tag.group(2)))
+
+
+def _quotes_data(
+    found: list[tuple[str, ToolCall | None]], skills: Collection[str], data: Iterable[str]
+) -> bool:
+    texts = [t for t in data if t]
+    if not texts:
+        return False
+    squashed = [_squash(t) for t in texts]
+    for span, _ in found:
+        piece = _squash(span)
+        if any(piece in t for t in squashed):
+            return True
+    calls = {_signature(c) for _, c in found if c is not None}
+    return any(
+        _signature(c) in calls for t in texts for _, c in _written_calls(t, skills) if c is not None
+    )
+
+
+def _squash(text: str) -> str:
+    """Text without whitespace: a quote may be re-wrapped or re-spaced."""
+    return "".join(text.split()).casefold()
+
+
+def _signature(call: ToolCall) -> str:
+    return call.name.casefold() + json.dumps(call.arguments, sort_keys=True, default=str)
 
 
 def may_become_tool_call(text: str) -> bool:

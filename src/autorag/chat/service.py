@@ -15,7 +15,9 @@ from autorag.agent.config import AgentConfig
 from autorag.agent.events import Emit, StatusEvent
 from autorag.agent.orchestrator import AgentRequest, AgentResult, Orchestrator
 from autorag.agent.skills import builtin_skills
-from autorag.agent.skills.base import Skill
+from autorag.agent.skills.base import LOCAL_OPERATOR, UNKNOWN_VIA, Caller, Skill
+from autorag.auth.permissions import effective_scope
+from autorag.auth.service import get_active_user
 from autorag.chat import store
 from autorag.chat.redaction import RedactingEmitter
 from autorag.config import Settings
@@ -40,6 +42,11 @@ class ChatUser:
 
     id: int | None
     custom_instructions: str = ""
+    # Role, login or API key, and workspaces, as the API authenticated them: the skills
+    # may do for this user only what the user may do through the API. None: looked up
+    # from the user's account (role and memberships; treated as an API key, the
+    # stricter), or the local operator when there is no user.
+    caller: Caller | None = None
 
     @property
     def key(self) -> str:
@@ -131,6 +138,7 @@ class ChatService:
                 user.id,
                 user.custom_instructions,
                 turn.plan_mode,
+                caller_of(app, user),
             )
         except BaseException:
             release()
@@ -249,6 +257,17 @@ def _redacted_history(history: list[ChatMessage], dlp: DlpSession | None) -> lis
         return history
     scanned = dlp.scan_many([m.content for m in history], channel="chat_input")
     return [replace(m, content=r.redacted_text) for m, r in zip(history, scanned, strict=True)]
+
+
+def caller_of(app: AppContext, user: ChatUser) -> Caller:
+    """Who the skills act for: as the API described the user, else as the catalog does."""
+    if user.caller is not None:
+        return user.caller
+    if user.id is None:
+        return LOCAL_OPERATOR
+    account = get_active_user(app.catalog, user.id)
+    scope = effective_scope(account.role, account.workspaces, None)
+    return Caller(account.role, UNKNOWN_VIA, scope)
 
 
 def build_router(app: AppContext) -> ModelRouter:

@@ -2,6 +2,9 @@
 
 First decision: a ``rag_search`` tool call for the user's question. Second: the best
 sentences of the returned sources, each followed by the ``[n]`` of its source.
+
+The only calls it makes are those searches, through the tool API, for the user's own
+question; what it quotes (markup that looks like a tool call included) stays text.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ class ExtractiveProvider:
     name = "extractive"
     local = True
     default_model = "extractive"
+    # Its answers are quoted sources: text that looks like a tool call is a quote of a
+    # document, never a call, so the orchestrator does not look for calls in it.
+    writes_tool_calls_as_text = False
 
     def __init__(self, *, max_sentences: int = 4, embed: Embed | None = None) -> None:
         self.max_sentences = max_sentences

@@ -51,6 +51,7 @@ class DocumentTempProcess:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("document_temp_process needs a non-empty 'query' string")
+        context.require("chat:use", "document_temp_process")
         names = [a.name for a in list_attachments(context.app, context.chat_id)]
         if not names:
             return SkillResult(NO_ATTACHMENTS, status="No attachments")

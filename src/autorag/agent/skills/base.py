@@ -7,11 +7,37 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from autorag.auth.permissions import SESSION, is_allowed
+from autorag.errors import Forbidden
 from autorag.llm.base import ToolSpec
 from autorag.models import Citation, SearchFilters
 
 if TYPE_CHECKING:
     from autorag.context import AppContext
+
+
+# How a caller authenticated when the chat service could not be told: treated as the
+# stricter of the two (an API key), so permissions reserved to a login never apply.
+UNKNOWN_VIA = "api_key"
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who asked, as the API's permission check sees them: a skill acting for the caller
+    may do exactly what the caller may do through the API, no more."""
+
+    role: str  # admin | manager | member; "" holds no permission
+    via: str = UNKNOWN_VIA  # "token" (a login) | "api_key"
+    scope: frozenset[str] | None = None  # workspaces the caller may act in; None: all
+
+    def can(self, permission: str, workspace: str) -> bool:
+        """``autorag.auth.permissions.is_allowed``: the check every API route makes."""
+        return is_allowed(self.role, self.via, self.scope, permission, workspace)
+
+
+# The command line (``autorag ask``/``chat``): whoever runs it owns the data directory.
+LOCAL_OPERATOR = Caller("admin", SESSION)
+NOBODY = Caller("")  # a user the chat service did not describe: no permission at all
 
 
 @dataclass
@@ -25,6 +51,27 @@ class SkillContext:
     k: int = 6  # sources a search returns
     first_citation_number: int = 1  # numbering continues across the answer's searches
     cancel: threading.Event = field(default_factory=threading.Event)
+    # Who asked. None: the local operator when there is no user, else nobody (a context
+    # built for a user must say who they are to do anything that needs a permission).
+    caller: Caller | None = None
+
+    @property
+    def who(self) -> Caller:
+        if self.caller is not None:
+            return self.caller
+        return LOCAL_OPERATOR if self.user_id is None else NOBODY
+
+    def can(self, permission: str) -> bool:
+        """Whether the caller holds ``permission`` in this workspace, as the API decides."""
+        return self.who.can(permission, self.app.info.name)
+
+    def require(self, permission: str, action: str) -> None:
+        """``Forbidden`` (the model reads it as the tool's error) unless ``can``."""
+        if not self.can(permission):
+            raise Forbidden(
+                f"not allowed: {action} needs {permission}, which the user asking "
+                f"(role {self.who.role or 'none'}) does not have in this workspace"
+            )
 
 
 @dataclass

@@ -21,6 +21,14 @@ from autorag.llm.base import ToolSpec
 from autorag.text import one_line
 
 ACTIONS = ("get", "set", "list", "delete")
+# What each action needs: exactly what the API's memory routes need (GET …/memory:
+# chat:use; PUT and DELETE …/memory/{key}: workspaces:write).
+PERMISSIONS = {
+    "get": "chat:use",
+    "list": "chat:use",
+    "set": "workspaces:write",
+    "delete": "workspaces:write",
+}
 PREVIEW_CHARS = 80  # of each value in a listing: the model gets a value in full with get
 
 SPEC = ToolSpec(
@@ -62,6 +70,7 @@ class WorkspaceMemory:
         handler = _HANDLERS.get(action) if isinstance(action, str) else None
         if handler is None:
             raise InvalidInput(f"workspace_memory needs 'action': one of {', '.join(ACTIONS)}")
+        context.require(PERMISSIONS[str(action)], f"workspace_memory {action}")
         return handler(arguments, context)
 
 

@@ -51,6 +51,7 @@ class RagSearch:
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("rag_search needs a non-empty 'query' string")
+        context.require("search:read", "rag_search")
         filters = _merge(context.filters, _filters(arguments))
         request = SearchRequest(query.strip(), k=context.k, filters=filters, mode=self.mode)
         response = context.app.searcher.search(request)
