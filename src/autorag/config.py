@@ -43,6 +43,12 @@ class IngestSettings(BaseModel):
     # File and folder names skipped while walking search paths (fnmatch globs).
     ignore: list[str] = Field(default_factory=lambda: [".*", "~$*", "*.tmp", "node_modules"])
     batch_chunks: int = Field(default=256, ge=1)  # chunks embedded and written together
+    # Search paths (as in search_paths) whose symbolic links may lead outside every search
+    # path; files reached so are indexed under their real path (`autorag add --follow-links`).
+    follow_links: list[str] = Field(default_factory=list)
+    # Files with more than one name on disk (hard links) are refused by default: the policy
+    # of the one name a walk sees may not be the policy of the others.
+    index_hard_links: bool = False
 
 
 class SearchSettings(BaseModel):
@@ -88,6 +94,9 @@ class ServerSettings(BaseModel):
     cors_origins: list[str] = Field(default_factory=list)  # CORS is off unless listed
     token_ttl_minutes: int = Field(default=60, ge=1)
     login_attempts_per_minute: int = Field(default=10, ge=1)
+    # Addresses of reverse proxies whose X-Forwarded-For names the client (login limits,
+    # logs). None by default: the header is ignored and the peer address is the client.
+    trusted_proxies: list[str] = Field(default_factory=list)
 
 
 class LLMProviderSettings(BaseModel):

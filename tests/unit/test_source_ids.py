@@ -121,11 +121,16 @@ def test_plan_hashes_a_prefix_that_reads_as_a_root_real_path(
     )
 
 
-def test_plan_keeps_the_plain_name_for_a_top_level_root(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_plan_hashes_the_name_of_a_top_level_root(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Its virtual ids would otherwise be its real paths, and an escaped name (a%25b) would
+    # read both as the file a%b and as the file a%25b.
     fake_realpath(monkeypatch)
     planned = plan_source_roots(["/projects", "/projects/acme"])
-    assert [root.prefix for root in planned] == ["projects", "acme"]
-    assert normalize_source("/projects/readme.md", planned) == "/projects/readme.md"
+    prefix = f"projects-{digest('/projects')}"
+    assert [root.prefix for root in planned] == [prefix, "acme"]
+    assert normalize_source("/projects/readme.md", planned) == f"/{prefix}/readme.md"
+    assert normalize_source("/projects/a%b.md", planned) == f"/{prefix}/a%25b.md"
+    assert to_real_path(f"/{prefix}/a%25b.md", planned) == "/projects/a%b.md"
     assert normalize_source("/projects/acme/x", planned) == "/acme/x"
 
 

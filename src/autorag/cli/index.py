@@ -22,14 +22,14 @@ from rich.text import Text
 
 from autorag.cli._common import console, current_workspace, err_console, open_app, print_json
 from autorag.context import AppContext
-from autorag.errors import InvalidInput
-from autorag.ingest.minsync import RefreshReport, refresh, refresh_lock
+from autorag.errors import Conflict, InvalidInput
+from autorag.ingest.minsync import RefreshReport, refresh, refresh_lock, scan_rules
 from autorag.ingest.ocr import store as ocr_store
 from autorag.ingest.ocr.service import refresh_planner
 from autorag.ingest.pipeline import IngestOutcome
 from autorag.ingest.readiness import Readiness
 from autorag.ingest.reindex import reindex
-from autorag.sources import SourceRoot, plan_source_roots
+from autorag.sources import DATASOURCE_KINDS, SourceRoot, plan_source_roots
 from autorag.workspace import init_workspace
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
@@ -84,22 +84,60 @@ def init(
 def add(
     ctx: typer.Context,
     paths: Annotated[list[Path], typer.Argument(help="Folders to index (search paths).")],
+    follow_links: Annotated[
+        bool,
+        typer.Option(
+            "--follow-links",
+            help="Follow symbolic links that lead outside every search path (files so "
+            "reached are indexed under their real path). Off by default: such links are "
+            "listed as failed and not read.",
+        ),
+    ] = False,
 ) -> None:
     """Register folders as search paths (source roots)."""
     workspace = current_workspace(ctx)
     config = workspace.read_config()
     search_paths: list[str] = list(config.get("search_paths", []))
+    added: list[str] = []
     for path in paths:
         resolved = path.expanduser().resolve()
         if not resolved.is_dir():
             raise InvalidInput(f"{path} is not a folder")
+        added.append(str(resolved))
         if str(resolved) not in search_paths:
             search_paths.append(str(resolved))
+    roots = plan_source_roots(search_paths)  # refuses a path before it is written
+    _refuse_imported_namespaces(ctx, roots)
     config["search_paths"] = search_paths
+    ingest = dict(config.get("ingest", {}))
+    following = [p for p in ingest.get("follow_links", []) if p not in added]
+    ingest["follow_links"] = following + (added if follow_links else [])
+    if ingest["follow_links"] or "follow_links" in config.get("ingest", {}):
+        config["ingest"] = ingest
     workspace.write_config(config)
-    for root in plan_source_roots(search_paths):
-        console.print(f"  /{root.prefix}/  ←  {root.path}")
+    for root in roots:
+        following_note = "  (links followed)" if root.path in ingest["follow_links"] else ""
+        console.print(f"  /{root.prefix}/  ←  {root.path}{following_note}")
     console.print("Run `autorag refresh` to index them.")
+
+
+def _refuse_imported_namespaces(ctx: typer.Context, roots: list[SourceRoot]) -> None:
+    """A folder whose prefix is a datasource kind already imported here would share its
+    namespace (/kakao/...): one policy rule would then cover both."""
+    clashing = [root for root in roots if root.prefix in DATASOURCE_KINDS]
+    if not clashing:
+        return
+    app = open_app(ctx)
+    try:
+        imported = {sid.split("/")[1] for sid in app.catalog.file_states(app.info.id, "datasource")}
+    finally:
+        app.close()
+    for root in clashing:
+        if root.prefix in imported:
+            raise Conflict(
+                f"the folder {root.path} would use the /{root.prefix}/ namespace of this "
+                f"workspace's {root.prefix} imports; rename the folder first"
+            )
 
 
 def remove(
@@ -162,7 +200,7 @@ def refresh_command(
                 app.info,
                 app.indexer,
                 app.roots,
-                ignore=app.settings.ingest.ignore,
+                ignore=scan_rules(app.settings, app.workspace),
                 observer=_ProgressObserver(progress),
                 retry_failed=retry_failed,
                 ocr=refresh_planner(app),

@@ -118,6 +118,8 @@ def list_requests(
     """Peer queries waiting for your approval: who asked, what, and which sources."""
     approvals = approvals_of(open_app(ctx))
     listed = approvals.pending()
+    for path, why in approvals.unreadable():  # on stderr: --json output stays clean
+        err_console.print(f"[yellow]skipped[/yellow] {path.name}: {why}", highlight=False)
     if as_json:
         print_json([{**r.to_json(), "status": s} for r, s in listed])
         return

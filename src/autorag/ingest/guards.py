@@ -54,12 +54,15 @@ def human_size(size: float) -> str:
 
 
 def _regular_file_size(path: Path) -> int:
+    # lstat: a file swapped for a link after the walk is not followed to the link's target.
     try:
-        info = path.stat()
+        info = path.lstat()
     except FileNotFoundError as exc:
         raise ParseError(f"file not found: {path}", reason="unreadable") from exc
     except OSError as exc:
         raise ParseError(f"cannot access {path}: {exc.strerror}", reason="unreadable") from exc
+    if stat.S_ISLNK(info.st_mode):
+        raise ParseError(f"became a symbolic link after the walk: {path}", reason="unreadable")
     if not stat.S_ISREG(info.st_mode):
         raise ParseError(f"not a regular file: {path}", reason="unreadable")
     return info.st_size

@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -18,11 +19,13 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Protocol
 
-from autorag.config import CONFIG_FILE_NAME
+from autorag.config import CONFIG_FILE_NAME, Settings
+from autorag.embeddings.cache import default_cache_path
 from autorag.errors import Conflict
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
-from autorag.sources import SourceRoot, normalize_source
+from autorag.sources import SourceRoot, escape_name, local_source_id
 from autorag.store.catalog.repository import Catalog, DocumentMeta, FileState, WorkspaceInfo
+from autorag.workspace import Workspace
 
 # Statuses a file keeps while its (size, mtime) is unchanged; others are redone.
 SETTLED = frozenset({"ready", "failed", "needs_ocr", "pending"})
@@ -81,61 +84,139 @@ class _Silent:
         pass
 
 
+@dataclass(frozen=True)
+class ScanRules:
+    """What a walk of the search paths may read.
+
+    ``follow_links`` names the roots (real paths) whose symbolic links may lead outside
+    every search path; elsewhere such a link is recorded, not followed. ``protected`` are
+    real paths never indexed however they are reached: the workspace's own data and
+    configuration. ``hard_links``: index files that have other names on disk too (their
+    policy cannot be decided from the one name the walk sees).
+    """
+
+    ignore: Sequence[str] = ()
+    follow_links: frozenset[str] = frozenset()
+    protected: tuple[str, ...] = ()
+    hard_links: bool = False
+
+
 def scan(
-    roots: Sequence[SourceRoot], ignore: Sequence[str]
+    roots: Sequence[SourceRoot], rules: ScanRules | Sequence[str]
 ) -> tuple[list[FileEntry], list[IngestOutcome]]:
-    """Every indexable file under the roots, plus the paths that could not be walked."""
-    entries: list[FileEntry] = []
-    problems: list[IngestOutcome] = []
+    """Every indexable file under the roots, each once under the id of its real path, plus
+    the paths that could not be walked or given an id (with the reason)."""
+    rules = rules if isinstance(rules, ScanRules) else ScanRules(ignore=tuple(rules))
+    walk = _Walk(roots, rules)
     for root in roots:
-        _walk(Path(root.path), roots, ignore, entries, problems)
-    return entries, problems
+        walk.root(root)
+    return list(walk.entries.values()), walk.problems
 
 
-def _walk(
-    top: Path,
-    roots: Sequence[SourceRoot],
-    ignore: Sequence[str],
-    entries: list[FileEntry],
-    problems: list[IngestOutcome],
-) -> None:
-    seen_dirs: set[tuple[int, int]] = set()
-    stack = [top]
-    while stack:
-        directory = stack.pop()
+class _Walk:
+    """One scan. Links are never read as themselves: a link to a file or folder under a
+    search path is left to the walk of its target (so the file gets the id, and the
+    policy, of its real path); a link out of every search path is followed only where
+    the operator allowed it, and then indexed under the target's real path."""
+
+    def __init__(self, roots: Sequence[SourceRoot], rules: ScanRules) -> None:
+        self.roots = roots
+        self.rules = rules
+        self.entries: dict[str, FileEntry] = {}
+        self.problems: list[IngestOutcome] = []
+        self._seen_dirs: set[tuple[int, int]] = set()
+
+    def root(self, root: SourceRoot) -> None:
+        follow = root.path in self.rules.follow_links
+        stack = [root.path]
+        while stack:
+            directory = stack.pop()
+            for entry in self._listing(directory):
+                target = self._target(entry, follow)
+                if target is None:
+                    continue
+                path, is_dir = target
+                if is_dir:
+                    stack.append(path)
+                else:
+                    self._file(path)
+
+    def _listing(self, directory: str) -> list[os.DirEntry[str]]:
         try:
-            info = directory.stat()
-            if (info.st_dev, info.st_ino) in seen_dirs:
-                continue  # a symlink cycle or a second link to a walked folder
-            seen_dirs.add((info.st_dev, info.st_ino))
-            listing = list(os.scandir(directory))
+            info = os.stat(directory)
+            if (info.st_dev, info.st_ino) in self._seen_dirs:
+                return []  # a symlink cycle or a second way to a walked folder
+            self._seen_dirs.add((info.st_dev, info.st_ino))
+            return list(os.scandir(directory))
         except OSError as exc:
-            problems.append(_walk_problem(directory, roots, exc))
-            continue
-        for entry in listing:
-            if entry.name == CONFIG_FILE_NAME or any(fnmatch(entry.name, p) for p in ignore):
-                continue
-            try:
-                if entry.is_dir():
-                    stack.append(Path(entry.path))
-                    continue
-                if not entry.is_file():
-                    continue
-                stat = entry.stat()
-            except OSError as exc:
-                problems.append(_walk_problem(Path(entry.path), roots, exc))
-                continue
-            source_id = normalize_source(entry.path, roots)
-            if source_id is not None:
-                entries.append(
-                    FileEntry(source_id, Path(entry.path), stat.st_size, stat.st_mtime_ns)
-                )
+            self._problem(directory, _error_code(exc), exc.strerror or str(exc))
+            return []
+
+    def _target(self, entry: os.DirEntry[str], follow: bool) -> tuple[str, bool] | None:
+        """(real path, is a folder) of what ``entry`` leads to, or None to pass it by."""
+        if entry.name == CONFIG_FILE_NAME or any(fnmatch(entry.name, p) for p in self.rules.ignore):
+            return None
+        try:
+            if not entry.is_symlink():
+                return entry.path, entry.is_dir(follow_symlinks=False)
+            real = os.path.realpath(entry.path, strict=True)
+            is_dir = os.path.isdir(real)
+        except OSError as exc:
+            self._problem(entry.path, _error_code(exc), exc.strerror or str(exc))
+            return None
+        if self._is_under_a_root(real):
+            return None  # the walk of its real path reads it, under its real id
+        if not follow:
+            self._problem(
+                entry.path,
+                "link_outside",
+                f"a link to {real}, outside every search path: not followed",
+            )
+            return None
+        return real, is_dir
+
+    def _file(self, path: str) -> None:
+        if self._is_protected(path):
+            self._problem(path, "protected", "the workspace's own data: never indexed")
+            return
+        try:
+            info = os.lstat(path)
+        except OSError as exc:
+            self._problem(path, _error_code(exc), exc.strerror or str(exc))
+            return
+        if not stat.S_ISREG(info.st_mode):
+            return  # sockets, fifos, devices: nothing to read
+        if info.st_nlink > 1 and not self.rules.hard_links:
+            self._problem(
+                path,
+                "hard_link",
+                f"has {info.st_nlink} names on disk; one name cannot decide its policy",
+            )
+            return
+        source_id = local_source_id(path, self.roots)
+        if source_id is None:
+            self._problem(path, "bad_name", "no source id can be given to this name")
+            return
+        self.entries.setdefault(
+            source_id, FileEntry(source_id, Path(path), info.st_size, info.st_mtime_ns)
+        )
+
+    def _is_under_a_root(self, real: str) -> bool:
+        return any(real == r.path or real.startswith(f"{r.path}/") for r in self.roots)
+
+    def _is_protected(self, path: str) -> bool:
+        return any(path == p or path.startswith(f"{p}/") for p in self.rules.protected)
+
+    def _problem(self, path: str, code: str, why: str) -> None:
+        source_id = local_source_id(path, self.roots) or escape_name(path)
+        shown = path.encode("unicode_escape", "backslashreplace").decode()  # one line
+        self.problems.append(
+            IngestOutcome(source_id, "failed", error_code=code, error=f"{shown}: {why}")
+        )
 
 
-def _walk_problem(path: Path, roots: Sequence[SourceRoot], exc: OSError) -> IngestOutcome:
-    code = "symlink_loop" if exc.errno == errno.ELOOP else "unreadable"
-    source_id = normalize_source(str(path), roots) or str(path)
-    return IngestOutcome(source_id, "failed", error_code=code, error=f"{path}: {exc.strerror}")
+def _error_code(exc: OSError) -> str:
+    return "symlink_loop" if exc.errno == errno.ELOOP else "unreadable"
 
 
 def _item(entry: FileEntry, known: FileState | None) -> IngestItem:
@@ -209,7 +290,7 @@ def refresh(
     indexer: Indexer,
     roots: Sequence[SourceRoot],
     *,
-    ignore: Sequence[str],
+    ignore: Sequence[str] | ScanRules,
     observer: RefreshObserver | None = None,
     retry_failed: bool = False,
     ocr: OcrPlanner | None = None,
@@ -237,7 +318,7 @@ def _sync(
     workspace: WorkspaceInfo,
     indexer: Indexer,
     roots: Sequence[SourceRoot],
-    ignore: Sequence[str],
+    ignore: Sequence[str] | ScanRules,
     observer: RefreshObserver,
     plan: _Plan,
     report: RefreshReport,
@@ -247,7 +328,7 @@ def _sync(
     entries, problems = scan(roots, ignore)
     report.files_seen = len(entries)
     known = catalog.file_states(workspace.id)
-    present = {e.source_id for e in entries}
+    present = {e.source_id for e in entries} | {p.source_id for p in problems}
     gone = [state.document_id for sid, state in known.items() if sid not in present]
     todo = _todo(entries, known, plan)
     report.unchanged = len(entries) - len(todo)
@@ -263,9 +344,24 @@ def _sync(
 
     indexer.index((_item(entry, state) for entry, state in todo), done)
     for problem in problems:
-        report.count(problem)
+        report.count(_record(indexer, problem))
     if todo or gone:
         indexer.vectors.optimize()
+
+
+def _record(indexer: Indexer, problem: IngestOutcome) -> IngestOutcome:
+    """A file the walk could not take, kept in the catalog with its reason."""
+    name = problem.source_id.rpartition("/")[2]
+    meta = DocumentMeta(
+        source_id=problem.source_id,
+        doc_type=Path(name).suffix.lower().lstrip(".") or "unknown",
+        title=Path(name).stem or name,
+        size=0,
+        mtime_ns=0,
+        content_hash=None,
+        doc_date=datetime.now(UTC),
+    )
+    return indexer.record_failure(meta, problem.error_code or "unreadable", problem.error or "")
 
 
 def _todo(
@@ -291,3 +387,17 @@ def _counts(report: RefreshReport) -> dict[str, int]:
         "needs_ocr": report.needs_ocr,
         "deleted": report.deleted,
     }
+
+
+def scan_rules(settings: Settings, workspace: Workspace) -> ScanRules:
+    """The walk's rules for a workspace: its ignore globs and link settings, and its own
+    data (``.autorag/``, ``autorag.toml``, the embedding cache) protected."""
+    ingest = settings.ingest
+    cache_dir = settings.embedding.cache_dir or default_cache_path().parent
+    protected = (workspace.data_dir, workspace.config_file, cache_dir)
+    return ScanRules(
+        ignore=tuple(ingest.ignore),
+        follow_links=frozenset(os.path.realpath(path) for path in ingest.follow_links),
+        protected=tuple(os.path.realpath(path) for path in protected),
+        hard_links=ingest.index_hard_links,
+    )

@@ -197,6 +197,11 @@ class Indexer:
         )
         return _Prepared(meta, chunks, parsed.ocr_pages)
 
+    def record_failure(self, meta: DocumentMeta, code: str, reason: str) -> IngestOutcome:
+        """Record a file that was found but not read (a link not followed, a name that
+        cannot carry an id...), so that it is listed with its reason like any failure."""
+        return self._unindexed(meta, "failed", code, reason)
+
     def _unindexed(
         self,
         meta: DocumentMeta,

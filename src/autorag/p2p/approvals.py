@@ -10,6 +10,7 @@ second process while the server runs, and read what is pending with any tool.
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,6 +21,7 @@ from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.p2p.files import private_dir, write_json_atomic
 
+log = logging.getLogger(__name__)
 Decision = Literal["approve", "deny"]
 Status = Literal["pending", "approved", "denied", "expired"]
 _ID_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
@@ -152,10 +154,26 @@ class Approvals:
         for folder in (self.requests_dir, self.decisions_dir):
             (folder / f"{_checked_id(request_id)}.json").unlink(missing_ok=True)
 
+    def unreadable(self) -> list[tuple[Path, str]]:
+        """Request files that cannot be read, with why: reported, never fatal."""
+        return [(path, error) for path, error in self._scan() if isinstance(error, str)]
+
     def _requests(self) -> list[ApprovalRequest]:
+        return [read for _, read in self._scan() if isinstance(read, ApprovalRequest)]
+
+    def _scan(self) -> list[tuple[Path, ApprovalRequest | str]]:
+        """Every request file, read or with the reason it could not be: one bad file must
+        not hold up the answers to every other pending request."""
         if not self.requests_dir.is_dir():
             return []
-        return [_read_request(p) for p in sorted(self.requests_dir.glob("*.json"))]
+        scanned: list[tuple[Path, ApprovalRequest | str]] = []
+        for path in sorted(self.requests_dir.glob("*.json")):
+            try:
+                scanned.append((path, _read_request(path)))
+            except InvalidInput as exc:
+                log.warning("p2p: skipped %s", exc.message)
+                scanned.append((path, exc.message))
+        return scanned
 
     def _status(self, request: ApprovalRequest, now: datetime) -> Status:
         decision = self._decision(request.id)
@@ -167,7 +185,11 @@ class Approvals:
         path = self.decisions_dir / f"{request_id}.json"
         if not path.is_file():
             return None
-        document = json.loads(path.read_text("utf-8"))
+        try:
+            document = json.loads(path.read_text("utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("p2p: unreadable approval decision %s: %s", path, exc)
+            return None  # undecided: the owner decides again, or it expires
         return document if isinstance(document, dict) else None
 
     def _decided_by(self, request_id: str) -> str | None:
@@ -184,7 +206,7 @@ def approvals_of(app: AppContext) -> Approvals:
 def _read_request(path: Path) -> ApprovalRequest:
     try:
         return ApprovalRequest.from_json(json.loads(path.read_text("utf-8")))
-    except (ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise InvalidInput(f"unreadable approval request {path}: {exc}") from exc
 
 

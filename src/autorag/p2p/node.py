@@ -29,7 +29,8 @@ from autorag.p2p.approvals import (
     Resolution,
     approvals_of,
 )
-from autorag.p2p.egress import gate
+from autorag.p2p.egress import as_indexed, gate
+from autorag.p2p.outgoing import OutgoingQuestion, screen_question
 from autorag.p2p.session import remote_answer
 from autorag.p2p.simplex.chunks import ChunkError, Reassembler
 from autorag.p2p.simplex.shapes import IncomingMessage
@@ -143,7 +144,10 @@ class PeerNode:
         try:
             return self._serve(peer, contact_id, query, cancel)
         except InvalidInput as exc:
-            return _diagnostic(query.id, "malformed", "error", exc.message)
+            # The detail may name local rules or paths (a corrupted policy rule): it stays
+            # in this log; the peer gets the code and a generic message.
+            log.warning("p2p: a peer query could not be served: %s", exc.message)
+            return _diagnostic(query.id, "malformed", "error", "the query could not be served")
         except Exception:
             log.exception("p2p: a peer query failed")
             return _diagnostic(query.id, "internal-error", "error", "the query failed here")
@@ -157,7 +161,9 @@ class PeerNode:
             k=query.k,
             filters=build_filters(filters.documentTypes, filters.dateFrom, filters.dateTo),
         )
-        hits = self.app.searcher.search(request).hits
+        hits = as_indexed(
+            self.app.searcher.search(request).hits, self.app.catalog, self.app.info.id
+        )
         if not hits:
             return wire.empty_reply(query.id)
         dlp = self.egress_dlp()
@@ -207,6 +213,11 @@ class PeerNode:
             for s in sources[: wire.MAX_K]
         ]
         return wire.Reply(id=query_id, results=results, answer=answer[:8000])
+
+    def screen(self, question: str) -> OutgoingQuestion:
+        """The question as it may be sent to a peer (DLP-redacted), or
+        ``QuotesPrivateSource`` when it quotes a local source that may not leave."""
+        return screen_question(question, self.app, self.policy, self.egress_dlp())
 
     def egress_dlp(self) -> DlpSession:
         """Peers have no role to bypass DLP with: everything leaving is scanned."""
@@ -261,8 +272,9 @@ class PeerNode:
         peer = self.runtime.registry.get(peer_name)
         if peer is None:
             raise NotFound(f"no trusted peer {peer_name!r} (see `autorag p2p peers`)")
+        outgoing = await asyncio.to_thread(self.screen, text)
         query = wire.Query(
-            id=secrets.token_hex(8), text=text, k=k, filters=filters or wire.Filters()
+            id=secrets.token_hex(8), text=outgoing.text, k=k, filters=filters or wire.Filters()
         )
         asked = self._asked[query.id] = _Asked(peer.contact_id)
         try:

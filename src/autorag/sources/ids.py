@@ -15,7 +15,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import unquote
+from urllib.parse import unquote, unquote_to_bytes
 
 from autorag.errors import InvalidInput
 
@@ -29,12 +29,19 @@ FILESYSTEM_ROOTS: frozenset[str] = frozenset(
         "data",
     }
 )  # fmt: skip
+# Datasource kinds own /<kind>/...: no search path may live under one (uploads:
+# /uploads/<workspace>/...; kakao: KakaoTalk imports). Uploads exist in every workspace, so
+# no search path is given their prefix; an imported kind's prefix is refused when the
+# second of the folder and the import arrives (the CLI's add, the import's own check).
+DATASOURCE_KINDS: frozenset[str] = frozenset({"uploads", "kakao"})
+_RESERVED_PREFIXES: frozenset[str] = frozenset({"uploads"})
 # Compared case-insensitively: on macOS /users/me is the same directory as /Users/me.
 _FILESYSTEM_ROOTS_FOLDED = frozenset(name.casefold() for name in FILESYSTEM_ROOTS)
 
 _DRIVE = re.compile(r"[A-Za-z]:[\\/]")
 _UNC = re.compile(r"[\\/]{2}[^\\/]")
 _NOT_PREFIX_CHAR = re.compile(r"[^A-Za-z0-9._-]")
+_ESCAPED = frozenset("%\\/")
 
 
 @dataclass(frozen=True)
@@ -66,24 +73,19 @@ def normalize_source(source: str, source_roots: Sequence[SourceRoot]) -> str | N
     """The canonical id of ``source``, or ``None`` when it is not a valid source.
 
     ``source_roots`` come from :func:`plan_source_roots`. Canonical ids are fixed points:
-    normalizing a result again returns it unchanged.
+    normalizing a result again returns it unchanged. Under a root, a file name is data:
+    characters that would read as syntax (``%``, a backslash, control and compatibility
+    characters) are percent-escaped, reversibly, never turned into separators.
     """
-    path = _canonical_path(source)
-    if path is None:
+    located = _locate(source, source_roots)
+    if isinstance(located, _Refused):
         return None
-    # Real-path containment is checked first: a root's real path is more specific than a
-    # virtual namespace that happens to share its first segment.
-    if _containing_root(path, source_roots) is None:
-        # A virtual id goes through its real path, so that for nested roots it lands in
-        # the longest root too and one file never has two ids (and two policies).
-        path = _virtual_to_real(path, source_roots) or path
-    root = _containing_root(path, source_roots)
-    if root is None:
-        # A datasource identity and an absolute path outside every root pass through as
-        # their own canonical form.
-        return path
-    relative = path[len(root.path) :].lstrip("/")
-    return f"/{root.prefix}/{relative}" if relative else f"/{root.prefix}"
+    if located is not None:
+        root, names = located
+        return _virtual_id(root, names)
+    # A datasource identity and an absolute path outside every root pass through as
+    # their own canonical form.
+    return _canonical_path(source)
 
 
 def to_real_path(source_id: str, source_roots: Sequence[SourceRoot]) -> str | None:
@@ -91,8 +93,116 @@ def to_real_path(source_id: str, source_roots: Sequence[SourceRoot]) -> str | No
 
     ``None`` when the id is invalid or not under a configured root.
     """
-    virtual_id = normalize_source(source_id, source_roots)
-    return None if virtual_id is None else _virtual_to_real(virtual_id, source_roots)
+    located = _locate(source_id, source_roots)
+    if located is None or isinstance(located, _Refused):
+        return None
+    root, names = located
+    return _join(root.path, names)
+
+
+def local_source_id(real_path: str, source_roots: Sequence[SourceRoot]) -> str | None:
+    """The id of a file the walk found at ``real_path`` (a name the OS gave us).
+
+    Under a root: its virtual id. Outside every root (a link an operator allowed to be
+    followed): its real path, names escaped, so that it is its own canonical id and
+    absolute-path globs match it. ``None`` for a path that is not absolute.
+    """
+    located = _locate_real(real_path, source_roots)
+    if isinstance(located, _Refused):
+        return None
+    if located is not None:
+        root, names = located
+        return _virtual_id(root, names)
+    if not real_path.startswith("/") or real_path.startswith("//"):
+        return None
+    names = [name for name in real_path.split("/") if name not in ("", ".")]
+    if ".." in names:
+        return None
+    return "/" + "/".join(escape_name(name) for name in names)
+
+
+def escape_name(name: str) -> str:
+    """A file name as one id segment: ``%``, ``\\``, ``/``, control, format and
+    compatibility characters are percent-escaped (UTF-8, or the raw byte of a name the
+    file system gave as undecodable bytes); everything else, ``#`` and ``?`` included,
+    stays as it is."""
+    return "".join(_escape_char(char) for char in name)
+
+
+def unescape_name(segment: str) -> str | None:
+    """The file name behind an id segment; ``None`` when the segment is not in the
+    escaped form :func:`escape_name` gives (so each file has exactly one id)."""
+    name = os.fsdecode(unquote_to_bytes(segment))
+    if not name or "/" in name or "\x00" in name or escape_name(name) != segment:
+        return None
+    return name
+
+
+def _escape_char(char: str) -> str:
+    if char in _ESCAPED or _needs_escape(char):
+        return "".join(f"%{byte:02X}" for byte in os.fsencode(char))
+    return char
+
+
+def _needs_escape(char: str) -> bool:
+    category = unicodedata.category(char)
+    if category in ("Cc", "Cs", "Cf", "Zl", "Zp"):
+        return True
+    # A compatibility character (fullwidth dot, ligature...) would fold into another name.
+    return unicodedata.normalize("NFKC", char) != char
+
+
+class _Refused:
+    """A source that looks local but cannot be one (traversal, a bad escape)."""
+
+
+_INVALID = _Refused()
+_Located = tuple[SourceRoot, list[str]]
+
+
+def _locate(source: str, source_roots: Sequence[SourceRoot]) -> _Located | _Refused | None:
+    """The root and real file names a source denotes; ``None`` when it lies under no
+    root (a datasource id or an outside path), ``_INVALID`` when it is refused."""
+    located = _locate_real(source, source_roots)
+    if located is not None:
+        return located
+    path = _canonical_path(source)
+    if path is None:
+        return _INVALID
+    return _locate_real(path, source_roots) or _locate_virtual(path, source_roots)
+
+
+def _locate_real(path: str, source_roots: Sequence[SourceRoot]) -> _Located | _Refused | None:
+    """A real path under a root: its root (the longest) and the names below it."""
+    if not path.startswith("/") or path.startswith("//") or "\x00" in path:
+        return None
+    root = _containing_root(path, source_roots)
+    if root is None:
+        return None
+    names = [name for name in path[len(root.path) :].split("/") if name not in ("", ".")]
+    return _INVALID if ".." in names else (root, names)
+
+
+def _locate_virtual(path: str, source_roots: Sequence[SourceRoot]) -> _Located | _Refused | None:
+    """A virtual id ``/<prefix>/<escaped names>``: its names unescaped, then placed by
+    their real path, so that for nested roots the longest root wins."""
+    prefix, _, relative = path.removeprefix("/").partition("/")
+    root = next((root for root in source_roots if root.prefix == prefix), None)
+    if root is None or _first_segment(path) is None:
+        return None
+    names = [unescape_name(segment) for segment in relative.split("/")] if relative else []
+    if any(name is None for name in names):
+        return _INVALID
+    return _locate_real(_join(root.path, [n for n in names if n is not None]), source_roots)
+
+
+def _virtual_id(root: SourceRoot, names: Sequence[str]) -> str:
+    escaped = "/".join(escape_name(name) for name in names)
+    return f"/{root.prefix}/{escaped}" if escaped else f"/{root.prefix}"
+
+
+def _join(base: str, names: Sequence[str]) -> str:
+    return "/".join([base.rstrip("/"), *names]) if names else base
 
 
 def is_datasource_id(source_id: str) -> bool:
@@ -151,22 +261,12 @@ def _is_forbidden_char(char: str) -> bool:
 
 
 def _is_traversal(segment: str) -> bool:
-    # ".." however it is spelled: percent-encoded, or as compatibility characters that NFKC
-    # folds to dots, since a consumer that decodes either would climb out of the root.
-    decoded = unicodedata.normalize("NFKC", unquote(segment))
-    return ".." in decoded.replace("\\", "/").split("/")
-
-
-def _virtual_to_real(path: str, source_roots: Sequence[SourceRoot]) -> str | None:
-    """The real path behind a canonical virtual id; ``None`` for any other form."""
-    # Drive and UNC forms never match: no prefix holds a ':' or is empty.
-    prefix, _, relative = path.removeprefix("/").partition("/")
-    root = next((root for root in source_roots if root.prefix == prefix), None)
-    if root is None:
-        return None
-    if not relative:
-        return root.path
-    return f"{root.path.rstrip('/')}/{relative}"
+    # ".." however it is spelled: as compatibility characters that NFKC folds to dots, or
+    # percent-encoded, since a consumer that decodes either would climb out of the root.
+    # A decoded name is not split on backslashes: on POSIX a name may hold one (escaped
+    # ids carry it as %5C), and it is a name, not a separator.
+    folded = unicodedata.normalize("NFKC", segment)
+    return ".." in folded.split("/") or ".." in unquote(segment).split("/")
 
 
 def _containing_root(path: str, source_roots: Sequence[SourceRoot]) -> SourceRoot | None:
@@ -190,6 +290,11 @@ def _is_filesystem_root(segment: str) -> bool:
     return segment.casefold() in _FILESYSTEM_ROOTS_FOLDED
 
 
+def _is_reserved(segment: str) -> bool:
+    """A filesystem root or the uploads' kind: never a search path's prefix."""
+    return _is_filesystem_root(segment) or segment.casefold() in _RESERVED_PREFIXES
+
+
 def _resolve(search_path: str | os.PathLike[str]) -> str:
     raw = os.fspath(search_path)
     try:
@@ -204,6 +309,13 @@ def _resolve(search_path: str | os.PathLike[str]) -> str:
     if path == "/":
         # Every absolute path, datasource ids included, would fall under it.
         raise InvalidInput("the filesystem root cannot be a search path")
+    first = _first_segment(path) or ""
+    if first.casefold() in DATASOURCE_KINDS:
+        # /kakao/... would be both this folder's files and the KakaoTalk import's records.
+        raise InvalidInput(
+            f"search path {raw!r} lies under /{first}, the namespace of the {first!r}"
+            " datasource; source ids would be ambiguous"
+        )
     return path
 
 
@@ -238,9 +350,8 @@ def _plan_prefix(path: str, earlier: Sequence[SourceRoot]) -> str:
 
 def _is_usable_prefix(prefix: str, path: str, earlier: Sequence[SourceRoot]) -> bool:
     """Unique, not a filesystem root, and no virtual id under it reads as a real path."""
-    if _is_filesystem_root(prefix) or any(root.prefix == prefix for root in earlier):
+    if _is_reserved(prefix) or any(root.prefix == prefix for root in earlier):
         return False
-    if path == f"/{prefix}":
-        return True  # its virtual ids are its real paths, so they cannot be misread
-    # A virtual id /<prefix>/... must not also read as a real path under some root.
+    # A virtual id /<prefix>/... must not also read as a real path under some root, this
+    # one included: escaped names would then read two ways.
     return all(_first_segment(other) != prefix for other in (path, *(r.path for r in earlier)))

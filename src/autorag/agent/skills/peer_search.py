@@ -13,6 +13,7 @@ from autorag.agent.skills.rag_search import citation_from_hit, format_tool_resul
 from autorag.errors import AutoragError, InvalidInput
 from autorag.llm.base import ToolSpec
 from autorag.models import Citation
+from autorag.p2p.outgoing import QuotesPrivateSource
 from autorag.retrieval.fusion import rrf_fuse
 from autorag.retrieval.hybrid import SearchRequest
 
@@ -50,7 +51,15 @@ class PeerSearch:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("peer_search needs a non-empty 'query' string")
         local = context.app.searcher.search(SearchRequest(query, k=context.k)).hits
-        lists = [[citation_from_hit(0, h) for h in local], *self._ask_peers(query, context.k)]
+        lists: list[list[Citation]] = [[citation_from_hit(0, h) for h in local]]
+        try:
+            # Everything sent passes DLP; a question quoting a private source stays here.
+            outgoing = self.node.screen(query)
+        except QuotesPrivateSource as refused:
+            merged = _merge(lists, context.k, context.first_citation_number)
+            note = f"Peers were not asked: {refused.message}."
+            return SkillResult(f"{note}\n\n{format_tool_result(merged)}", merged, status=note)
+        lists += self._ask_peers(outgoing.text, context.k)
         merged = _merge(lists, context.k, context.first_citation_number)
         asked = len(lists) - 1
         return SkillResult(
