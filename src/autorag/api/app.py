@@ -14,6 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from autorag import __version__
 from autorag.api.errors import install_error_handlers
+from autorag.api.middleware import BodyLimit, SecurityHeaders
 from autorag.api.routes import (
     agent,
     auth,
@@ -31,7 +32,7 @@ from autorag.api.routes import (
     workspaces,
 )
 from autorag.chat.service import ChatService
-from autorag.config import load_settings
+from autorag.config import Settings, load_settings
 from autorag.context import AppContext, open_context
 from autorag.jobs.worker import WorkerPool
 from autorag.workspace import Workspace
@@ -71,9 +72,19 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
         version=__version__,
         description="Local-first knowledge server: hybrid search with cited answers.",
         lifespan=lifespan,
+        # Served by the web routes from files in the package, under the UI's CSP.
+        docs_url=None,
+        redoc_url=None,
     )
     install_error_handlers(app)
-    _install_cors(app, workspace, overrides)
+    settings = load_settings(workspace.config_file, **overrides)
+    app.add_middleware(
+        BodyLimit,
+        body_bytes=settings.server.max_body_kb * 1024,
+        upload_bytes=int(settings.server.max_upload_mb * 1024**2),
+    )
+    app.add_middleware(SecurityHeaders)
+    _install_cors(app, settings)  # outermost: refusals carry CORS headers too
     app.include_router(health.router)
     app.include_router(auth.router)
     app.include_router(search.router)
@@ -88,7 +99,7 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(openai_compat.router)
     # Last: its start-up (SimpleX, the peer node) needs the chat and DLP services.
     app.include_router(p2p.router)
-    app.include_router(web.router)  # the web UI: / and /ui/{asset}
+    app.include_router(web.router)  # the web UI: / and /ui/{asset}; /docs and /redoc
     return app
 
 
@@ -112,9 +123,9 @@ def server_model_threads() -> Iterator[None]:
             os.environ.pop(MODEL_THREADS_ENV, None)
 
 
-def _install_cors(app: FastAPI, workspace: Workspace, overrides: dict[str, Any]) -> None:
+def _install_cors(app: FastAPI, settings: Settings) -> None:
     """CORS is off unless ``server.cors_origins`` lists the origins to allow."""
-    origins = load_settings(workspace.config_file, **overrides).server.cors_origins
+    origins = settings.server.cors_origins
     if origins:
         app.add_middleware(
             CORSMiddleware,

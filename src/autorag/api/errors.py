@@ -29,7 +29,9 @@ def problem(
     }
     if instance:
         body["instance"] = instance
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+    # Also here, not only in the middleware: the 500 handler answers outside of it.
+    headers = {"X-Content-Type-Options": "nosniff", "Cache-Control": "no-store"}
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -9,6 +9,12 @@ Citations of attachment chunks use ``document_id = -attachment_id``: negative, s
 a workspace document's id, yet distinct per file (the per-document citation cap and the
 deduplication of grounding count each file on its own). ``chunk_id`` is the attachment
 chunk's id, and ``paragraph`` is 0, since attachment chunks do not record one.
+
+An attachment is parsed and embedded inside its request, so it is held to the bounds of
+an upload and to a page cap: ``server.max_upload_mb`` bytes, the ingest size and zip
+limits, and ``ocr.max_pages`` pages (the page bound a document has). A PDF's pages are
+counted before it is parsed; any file is refused before embedding when it yields more
+than ``CHUNKS_PER_PAGE`` chunks a page allowed. Refusals are 413 problems.
 """
 
 from __future__ import annotations
@@ -43,6 +49,8 @@ from autorag.store.catalog.models import (
 )
 
 SOURCE_PREFIX = "chat-attachment:"
+# A dense page is about 3,000 characters: three or four chunks at the default size.
+CHUNKS_PER_PAGE = 5
 
 
 @dataclass(frozen=True)
@@ -77,6 +85,7 @@ def attach_file(app: AppContext, chat_id: int, name: str, data: bytes) -> Attach
     parsed = _parse(app, filename, doc_type, data)
     ingest = app.settings.ingest
     chunks = chunk_document(parsed, chunk_size=ingest.chunk_size, overlap=ingest.chunk_overlap)
+    _check_chunks(app, filename, len(chunks))
     title = parsed.title or Path(filename).stem
     vectors = app.embedder.embed([embedding_text(title, c.text) for c in chunks])
     return _store(app, chat_id, filename, doc_type, len(data), chunks, vectors)
@@ -92,6 +101,43 @@ def _check_size(app: AppContext, filename: str, size: int) -> None:
         )
 
 
+def max_pages(app: AppContext) -> int:
+    return app.settings.ocr.max_pages
+
+
+def _check_pages(app: AppContext, filename: str, pages: int | None) -> None:
+    if pages is not None and pages > max_pages(app):
+        raise PayloadTooLarge(
+            f"{filename} has {pages} pages, over the {max_pages(app)}-page limit of a chat "
+            "attachment (ocr.max_pages): upload it to the workspace instead"
+        )
+
+
+def _check_chunks(app: AppContext, filename: str, chunks: int) -> None:
+    limit = max_pages(app) * CHUNKS_PER_PAGE
+    if chunks > limit:
+        raise PayloadTooLarge(
+            f"{filename} holds too much text for a chat attachment ({chunks} chunks, over "
+            f"{limit}: {CHUNKS_PER_PAGE} a page of ocr.max_pages): upload it to the "
+            "workspace instead"
+        )
+
+
+def pdf_pages(path: Path) -> int | None:
+    """The page count from the PDF's page tree, without reading any page; None if PDFium
+    cannot open it (the parser then reports why)."""
+    import pypdfium2 as pdfium  # loaded on first use, as OCR does
+
+    try:
+        document = pdfium.PdfDocument(path)
+    except pdfium.PdfiumError:
+        return None
+    try:
+        return len(document)
+    finally:
+        document.close()
+
+
 def _parse(app: AppContext, filename: str, doc_type: str, data: bytes) -> ParsedDocument:
     """Sniff and parse through a temporary file, as uploads are (parsers read files)."""
     limits = app.indexer.limits
@@ -102,10 +148,13 @@ def _parse(app: AppContext, filename: str, doc_type: str, data: bytes) -> Parsed
         path = Path(folder) / f"{Path(filename).stem}.{doc_type}"
         path.write_bytes(data)
         sniff(path, doc_type, limits)
+        if doc_type == "pdf":
+            _check_pages(app, filename, pdf_pages(path))
         try:
             parsed = parse_file(path, limits=limits)
         except ParseError as exc:
             raise _parse_failure(filename, exc) from exc
+    _check_pages(app, filename, parsed.pages)  # slides, sheets: counted by their parser
     if parsed.needs_ocr:
         raise InvalidInput(
             f"{filename} has no usable text layer (a scan?): OCR is needed to read it",
