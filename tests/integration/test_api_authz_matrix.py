@@ -21,6 +21,12 @@ issue, never from the production permission code:
 * P2P (its status, the trusted peers, the peer queries waiting for approval, asking a
   peer) is the installation's, an admin's only, and needs a caller confined to no
   workspaces too. P2P is off in this server: asking a peer is unavailable (503).
+* what weakens protection or destroys data (deleting a workspace, changing DLP
+  patterns or source policy) needs a password login or an API key created with the
+  ``admin:protection`` scope, which none of these keys has: 403 for them (each such
+  route, with such a key, is in test_api_protection.py);
+* logging out ends the caller's login tokens: a login token may (the cell logs in
+  again afterwards), an API key is not a login (403).
 
 Destructive cells act on fresh objects (a document, a user, a key made for the cell)
 when they may succeed, and on the fixtures when they must be refused, which then must
@@ -315,6 +321,9 @@ class Endpoint:
     # Acts on the set of workspaces itself, not inside one: a caller confined to some
     # workspaces (an API key with a scope) may not.
     unconfined: bool = False
+    # Weakens protection or destroys data: an API key without the admin:protection
+    # scope (every key here) may not.
+    protected: bool = False
     ok_in: Mapping[str, int] = field(default_factory=dict)  # another answer there
     send: Callable[[Cell], Params] = _nothing
     check: Callable[[Cell, httpx.Response], None] = _no_check  # after a success
@@ -332,7 +341,7 @@ class Endpoint:
         if self.workspace == "path" and not visible:
             return 404  # before anything else: a foreign workspace is a missing one
         held = who.holds(self.access) and not (self.unconfined and who.scope is not None)
-        if not held:
+        if not held or (self.protected and who.via == "api_key"):
             return 403
         if not visible:
             return 404  # named in the body
@@ -414,6 +423,16 @@ def _membership_check(granted: bool) -> Callable[[Cell, httpx.Response], None]:
         assert (cell.workspace in workspaces) is granted
 
     return check
+
+
+def _logged_out_check(cell: Cell, response: httpx.Response) -> None:
+    """The caller's token ended with the logout: refused now, and a new login for the
+    cells after this one."""
+    credential = cell.credential
+    if response.status_code != 204 or credential is None or cell.who.username is None:
+        return
+    assert cell.world.call("GET", "/api/auth/me", credential).status_code == 401
+    cell.world.credentials[cell.who.name] = cell.world.login(cell.who.username)
 
 
 def _keys_check(cell: Cell, response: httpx.Response) -> None:
@@ -1333,6 +1352,8 @@ ENDPOINTS = [
     Endpoint("GET", "/ui/{asset}", PUBLIC, 200, send=lambda cell: ({"asset": "main.js"}, {})),
     Endpoint("POST", "/api/setup", PUBLIC, 409, send=_late_setup),  # already set up
     Endpoint("POST", "/api/auth/login", PUBLIC, 200, send=_login, check=_login_check),
+    # Logging out: a login token's, never an API key's (as keys:write, a login's only).
+    Endpoint("POST", "/api/auth/logout", "keys:write", 204, after=_logged_out_check),
     # Who am I.
     Endpoint("GET", "/api/auth/me", AUTHENTICATED, 200, check=_me_check),
     # Users and memberships.
@@ -1411,6 +1432,7 @@ ENDPOINTS = [
         "workspaces:admin",
         204,
         workspace="path",
+        protected=True,
         ok_in={A: 409},  # the configuration's workspace cannot be deleted
         after=_deleted_workspace_check,
     ),

@@ -58,8 +58,8 @@ def test_only_the_hash_is_stored_and_the_key_resolves(catalog: Catalog) -> None:
         row = conn.execute(select(ApiKeyRow)).one()
     assert row.key_hash == hash_key(key)
     assert not any(key in str(value) for value in row)  # the key itself is nowhere
-    user, scope = service.resolve_api_key(catalog, key)
-    assert user.username == "alice" and scope == {"b"}
+    user, scope, named = service.resolve_api_key(catalog, key)
+    assert user.username == "alice" and scope == {"b"} and named == frozenset()
     assert service.get_api_key(catalog, info.prefix).last_used_at is not None
 
 

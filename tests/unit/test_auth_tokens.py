@@ -26,14 +26,19 @@ class Clock:
 
 def test_an_issued_token_verifies_to_its_claims() -> None:
     signer = TokenSigner(SECRET, ttl_seconds=600, clock=Clock(1_000))
-    claims = signer.verify(signer.issue(42))
-    assert (claims.user_id, claims.issued_at, claims.expires_at) == (42, 1_000, 1_600)
+    claims = signer.verify(signer.issue(42, 3))
+    assert (claims.user_id, claims.generation, claims.issued_at, claims.expires_at) == (
+        42,
+        3,
+        1_000,
+        1_600,
+    )
 
 
 def test_a_token_expires_after_its_ttl() -> None:
     clock = Clock(1_000)
     signer = TokenSigner(SECRET, ttl_seconds=600, clock=clock)
-    token = signer.issue(7)
+    token = signer.issue(7, 3)
     clock.now = 1_599
     assert signer.verify(token).user_id == 7
     clock.now = 1_600
@@ -48,18 +53,18 @@ def _reencode(claims: dict[str, int]) -> str:
 
 def test_a_tampered_payload_is_refused() -> None:
     signer = TokenSigner(SECRET, ttl_seconds=600, clock=Clock(1_000))
-    signature = signer.issue(7).split(".")[1]
-    forged = _reencode({"sub": 1, "iat": 1_000, "exp": 1_600})  # become user 1
+    signature = signer.issue(7, 3).split(".")[1]
+    forged = _reencode({"sub": 1, "gen": 3, "iat": 1_000, "exp": 1_600})  # become user 1
     with pytest.raises(Unauthorized, match="invalid"):
         signer.verify(f"{forged}.{signature}")
-    longer = _reencode({"sub": 7, "iat": 1_000, "exp": 9_999_999})
+    longer = _reencode({"sub": 7, "gen": 3, "iat": 1_000, "exp": 9_999_999})
     with pytest.raises(Unauthorized, match="invalid"):
         signer.verify(f"{longer}.{signature}")
 
 
 def test_a_tampered_signature_or_another_secret_is_refused() -> None:
     signer = TokenSigner(SECRET, ttl_seconds=600, clock=Clock(1_000))
-    token = signer.issue(7)
+    token = signer.issue(7, 3)
     flipped = token[:-1] + ("A" if token[-1] != "A" else "B")
     with pytest.raises(Unauthorized):
         signer.verify(flipped)

@@ -6,6 +6,7 @@ Routes declare what they need with ``require("<permission>")``; the decision its
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,12 +20,16 @@ from autorag.auth.keys import looks_like_key
 from autorag.auth.permissions import (
     ALL_PERMISSIONS,
     EVERY_WORKSPACE,
+    PROTECTED,
+    PROTECTION_SCOPE,
+    ROLE_PERMISSIONS,
     effective_scope,
     in_scope,
     is_allowed,
+    is_protected_caller,
 )
-from autorag.auth.ratelimit import SlidingWindowLimiter
-from autorag.auth.service import UserInfo, get_active_user, resolve_api_key
+from autorag.auth.ratelimit import LoginGuard
+from autorag.auth.service import UserInfo, get_session_user, resolve_api_key
 from autorag.auth.tokens import TokenSigner, load_or_create_secret
 from autorag.context import AppContext
 from autorag.errors import Forbidden, NotFound, Unauthorized
@@ -39,9 +44,17 @@ class Principal:
     role: str  # admin | manager | member
     workspaces: frozenset[str] | None  # names this principal may act in; None = all
     via: str  # "token" | "api_key"
+    key_scopes: frozenset[str] = frozenset()  # an API key's named scopes
 
     def can(self, permission: str, workspace: str | None = None) -> bool:
-        return is_allowed(self.role, self.via, self.workspaces, permission, workspace)
+        return is_allowed(
+            self.role, self.via, self.workspaces, permission, workspace, self.key_scopes
+        )
+
+    @property
+    def protected(self) -> bool:
+        """May do what weakens protection or destroys data (its role permitting)."""
+        return is_protected_caller(self.via, self.key_scopes)
 
     def sees(self, workspace: str) -> bool:
         """Whether the workspace exists for this principal at all (others answer 404)."""
@@ -57,7 +70,8 @@ class AuthState:
     """Per-app authentication state, built at start-up."""
 
     signer: TokenSigner
-    login_limiter: SlidingWindowLimiter
+    login_guard: LoginGuard
+    trusted_proxies: frozenset[str]  # whose X-Forwarded-For names the client
 
 
 @asynccontextmanager
@@ -66,9 +80,12 @@ async def auth_lifespan(app: FastAPI) -> AsyncIterator[None]:
     context: AppContext = app.state.context
     server = context.settings.server
     secret = load_or_create_secret(context.workspace.data_dir)
+    for proxy in server.trusted_proxies:
+        ipaddress.ip_network(proxy, strict=False)  # a typo fails the start, not a login
     app.state.auth = AuthState(
         TokenSigner(secret, server.token_ttl_minutes * 60),
-        SlidingWindowLimiter(server.login_attempts_per_minute),
+        LoginGuard(server.login_attempts_per_minute),
+        frozenset(server.trusted_proxies),
     )
     yield
 
@@ -76,6 +93,45 @@ async def auth_lifespan(app: FastAPI) -> AsyncIterator[None]:
 def auth_state(request: Request) -> AuthState:
     state: AuthState = request.app.state.auth
     return state
+
+
+def client_address(request: Request) -> str:
+    """The client's address: the peer's, or, when the peer is one of
+    ``server.trusted_proxies``, the nearest untrusted hop of ``X-Forwarded-For``.
+
+    Anyone can send the header, so it counts only from a configured proxy; `autorag
+    serve` turns uvicorn's own handling of it off.
+    """
+    peer = request.client.host if request.client else "unknown"
+    trusted = auth_state(request).trusted_proxies
+    if not trusted or not _is_trusted(peer, trusted):
+        return peer
+    hops = [
+        hop.strip()
+        for header in request.headers.getlist("x-forwarded-for")
+        for hop in header.split(",")
+        if hop.strip()
+    ]
+    for hop in reversed(hops):
+        if not _is_trusted(hop, trusted):
+            return hop if _is_address(hop) else peer
+    return peer
+
+
+def _is_trusted(address: str, trusted: frozenset[str]) -> bool:
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return any(ip in ipaddress.ip_network(net, strict=False) for net in trusted)
+
+
+def _is_address(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
 
 
 _bearer = HTTPBearer(
@@ -94,23 +150,28 @@ def current_principal(
         raise Unauthorized("authentication required: send Authorization: Bearer <token or key>")
     secret = credentials.credentials
     if looks_like_key(secret):
-        user, key_scope = resolve_api_key(context.catalog, secret)
-        return _principal(user, key_scope, "api_key")
+        user, key_scope, named_scopes = resolve_api_key(context.catalog, secret)
+        return _principal(user, key_scope, "api_key", named_scopes)
     claims = auth_state(request).signer.verify(secret)
-    return _principal(get_active_user(context.catalog, claims.user_id), None, "token")
+    user = get_session_user(context.catalog, claims.user_id, claims.generation)
+    return _principal(user, None, "token")
 
 
 PrincipalDep = Annotated[Principal, Depends(current_principal)]
 
 
-def require(permission: str, *, every_workspace: bool = False) -> Callable[..., Principal]:
+def require(
+    permission: str, *, every_workspace: bool = False, protection: bool = False
+) -> Callable[..., Principal]:
     """A dependency answering the caller if they hold ``permission``.
 
     When the route has a ``{workspace}`` path parameter, the permission must hold in that
     workspace, and a workspace the caller may not act in answers 404 exactly as a missing
     one does, so names cannot be probed. Declare it before other dependencies that look
     the workspace up, so an anonymous caller learns nothing either. With
-    ``every_workspace`` it must hold in all of them (creating a workspace, say).
+    ``every_workspace`` it must hold in all of them (creating a workspace, say). With
+    ``protection`` the route weakens protection or destroys data: an API key without
+    the ``admin:protection`` scope is refused (see ``require_protection``).
     """
     if permission not in ALL_PERMISSIONS:
         raise ValueError(f"unknown permission {permission!r}")
@@ -119,13 +180,40 @@ def require(permission: str, *, every_workspace: bool = False) -> Callable[..., 
         workspace = request.path_params.get("workspace")
         if workspace is not None and not principal.sees(workspace):
             raise NotFound(f"no workspace {workspace!r}")
-        if not principal.can(permission, EVERY_WORKSPACE if every_workspace else workspace):
+        where = EVERY_WORKSPACE if every_workspace else workspace
+        if not principal.can(permission, where):
+            if permission in PROTECTED and _would_allow_unprotected(principal, permission, where):
+                require_protection(principal, permission)
             raise Forbidden(f"not allowed: {permission} (role {principal.role}, {principal.via})")
+        if protection:
+            require_protection(principal, permission)
         return principal
 
     return dependency
 
 
-def _principal(user: UserInfo, key_scope: frozenset[str] | None, via: str) -> Principal:
+def require_protection(principal: Principal, what: str) -> None:
+    """Refuse (403) an API key without the ``admin:protection`` scope: what it asks
+    weakens protection or destroys data, which a leaked key must not do."""
+    if not principal.protected:
+        raise Forbidden(
+            f"{what} weakens protection or destroys data: it needs a password login, or "
+            f"an API key created with the {PROTECTION_SCOPE!r} scope (this key has none)"
+        )
+
+
+def _would_allow_unprotected(principal: Principal, permission: str, where: str | None) -> bool:
+    """Whether only the protection requirement keeps ``principal`` from ``permission``."""
+    return permission in ROLE_PERMISSIONS.get(principal.role, frozenset()) and is_allowed(
+        principal.role, "token", principal.workspaces, permission, where
+    )
+
+
+def _principal(
+    user: UserInfo,
+    key_scope: frozenset[str] | None,
+    via: str,
+    key_scopes: frozenset[str] = frozenset(),
+) -> Principal:
     scope = effective_scope(user.role, user.workspaces, key_scope)
-    return Principal(user.id, user.username, user.role, scope, via)
+    return Principal(user.id, user.username, user.role, scope, via, key_scopes)

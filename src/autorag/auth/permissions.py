@@ -39,12 +39,26 @@ ALL_PERMISSIONS: frozenset[str] = frozenset().union(*ROLE_PERMISSIONS.values())
 
 # Managing credentials needs a password login: a leaked API key must not be able to
 # mint credentials that outlive its revocation. Nor may it read what DLP redacted.
-# Making a source shareable with peers, or approving what a peer takes, is as sensitive:
-# a leaked key must not do it.
-SESSION_ONLY = frozenset(
-    {"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write", "p2p:admin"}
-)
+# Approving what a peer takes is as sensitive: a leaked key must not do it.
+SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal", "p2p:admin"})
 SESSION = "token"
+
+# Actions that weaken protection or destroy data (DLP patterns, deleting a workspace,
+# source policy changes, turning redaction off…) need a password login or an API key
+# created with this named scope. A permission that is such an action whole is listed in
+# PROTECTED; routes where only some uses of a permission are declare it with
+# ``require(…, protection=True)``.
+PROTECTION_SCOPE = "admin:protection"
+KEY_SCOPES = frozenset({PROTECTION_SCOPE})
+# Changing which sources peers may get.
+PROTECTED = frozenset({"policy:write"})
+
+
+def is_protected_caller(via: str, key_scopes: frozenset[str]) -> bool:
+    """Whether a principal may do what weakens protection or destroys data (its role
+    permitting): a password login, or an API key with the ``admin:protection`` scope."""
+    return via == SESSION or PROTECTION_SCOPE in key_scopes
+
 
 # Given as the workspace, asks whether a permission holds in every workspace at once, as
 # creating a workspace needs: a principal confined to some workspaces (an API key with a
@@ -58,15 +72,19 @@ def is_allowed(
     scope: frozenset[str] | None,
     permission: str,
     workspace: str | None = None,
+    key_scopes: frozenset[str] = frozenset(),
 ) -> bool:
     """Whether a principal may use ``permission`` (inside ``workspace`` when given).
 
     ``scope`` is the set of workspace names the principal may act in, None for all;
-    ``workspace`` may be ``EVERY_WORKSPACE``.
+    ``workspace`` may be ``EVERY_WORKSPACE``; ``key_scopes`` are an API key's named
+    scopes.
     """
     if permission not in ROLE_PERMISSIONS.get(role, frozenset()):
         return False
     if permission in SESSION_ONLY and via != SESSION:
+        return False
+    if permission in PROTECTED and not is_protected_caller(via, key_scopes):
         return False
     return workspace is None or in_scope(scope, workspace)
 

@@ -1,4 +1,5 @@
-"""Login rate limiting: a sliding window of attempts per key, in memory, thread-safe."""
+"""Login rate limiting, in memory and thread-safe: a sliding window of attempts per key,
+and per (username, address) failure backoff."""
 
 from __future__ import annotations
 
@@ -56,3 +57,82 @@ class SlidingWindowLimiter:
     def _sweep(self, now: float) -> None:
         for key in [k for k, w in self._hits.items() if not w or w[-1] <= now - self.window]:
             del self._hits[key]
+
+
+# Failed logins a (username, address) pair gets before backing off, the first wait, the
+# longest, and how long a pair stays remembered after its last failure.
+FREE_FAILURES = 5
+BACKOFF_BASE_S = 1.0
+BACKOFF_MAX_S = 15 * 60.0
+FORGET_AFTER_S = 60 * 60.0
+
+
+class _Failures:
+    __slots__ = ("count", "last", "locked_until")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.last = 0.0
+        self.locked_until = 0.0
+
+
+class LoginGuard:
+    """Login limits: attempts per client address (a sliding window), and failures per
+    (username, address) pair with exponential backoff.
+
+    Wrong passwords lock out the pair only: an attacker elsewhere can slow down their
+    own guesses, never keep the user from logging in from the user's own address.
+    """
+
+    def __init__(
+        self, attempts_per_minute: int, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.per_address = SlidingWindowLimiter(attempts_per_minute, 60.0, clock)
+        self._clock = clock
+        self._failures: dict[tuple[str, str], _Failures] = {}
+        self._lock = threading.Lock()
+
+    def attempt(self, address: str, username: str) -> None:
+        """Let one login attempt through, or raise RateLimited."""
+        key = (username.lower(), address)
+        with self._lock:
+            now = self._clock()
+            entry = self._failures.get(key)
+            if entry is not None and entry.locked_until > now:
+                retry_after = max(1, math.ceil(entry.locked_until - now))
+                raise RateLimited(
+                    f"too many failed logins for this user from this address; "
+                    f"retry in {retry_after} s",
+                    retry_after=retry_after,
+                )
+        self.per_address.attempt(f"ip:{address}")
+
+    def failed(self, address: str, username: str) -> None:
+        """A wrong password (or unknown user) from ``address``."""
+        key = (username.lower(), address)
+        with self._lock:
+            now = self._clock()
+            entry = self._failures.get(key)
+            if entry is None or entry.last <= now - FORGET_AFTER_S:
+                entry = self._failures[key] = _Failures()
+            entry.count += 1
+            entry.last = now
+            over = entry.count - FREE_FAILURES
+            if over > 0:
+                wait = min(BACKOFF_BASE_S * 2 ** min(over - 1, 30), BACKOFF_MAX_S)
+                entry.locked_until = now + wait
+            if len(self._failures) > _SWEEP_ABOVE:
+                self._sweep(now)
+
+    def succeeded(self, address: str, username: str) -> None:
+        with self._lock:
+            self._failures.pop((username.lower(), address), None)
+
+    def _sweep(self, now: float) -> None:
+        idle = [
+            k
+            for k, e in self._failures.items()
+            if e.last <= now - FORGET_AFTER_S and e.locked_until <= now
+        ]
+        for key in idle:
+            del self._failures[key]

@@ -11,6 +11,7 @@ import hmac
 import json
 import re
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -27,8 +28,9 @@ from autorag.auth.passwords import (
     validate_password,
     verify_password,
 )
-from autorag.auth.permissions import ROLES
+from autorag.auth.permissions import KEY_SCOPES, ROLES
 from autorag.auth.private_files import write_private
+from autorag.auth.tables import ApiKeyScopeRow, UserSessionRow
 from autorag.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from autorag.store.catalog.models import ApiKeyRow, MembershipRow, UserRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog
@@ -61,6 +63,7 @@ class ApiKeyInfo:
     created_at: datetime
     last_used_at: datetime | None
     revoked_at: datetime | None
+    scopes: tuple[str, ...] = ()  # named scopes (admin:protection), sorted
 
 
 # -- users ----------------------------------------------------------------------------
@@ -78,6 +81,7 @@ def create_user(catalog: Catalog, username: str, password: str, role: str) -> Us
             )
             session.add(row)
             session.flush()
+            session.add(UserSessionRow(user_id=row.id, generation=secrets.randbelow(2**31)))
             return _user_info(session, row)
     except IntegrityError as exc:  # created concurrently
         raise Conflict(f"user {username!r} already exists") from exc
@@ -101,6 +105,31 @@ def get_active_user(catalog: Catalog, user_id: int) -> UserInfo:
         if row is None or row.disabled:
             raise Unauthorized("unknown or disabled user")
         return _user_info(session, row)
+
+
+def get_session_user(catalog: Catalog, user_id: int, generation: int) -> UserInfo:
+    """The user a login token names, if it was issued under their current generation;
+    Unauthorized once deleted or disabled, or after a password or role change or a
+    logout."""
+    with Session(catalog.engine) as session:
+        row = session.get(UserRow, user_id)
+        if row is None or row.disabled:
+            raise Unauthorized("unknown or disabled user")
+        if _generation(session, user_id) != generation:
+            raise Unauthorized("this login has ended (logout, or a password or role change)")
+        return _user_info(session, row)
+
+
+def token_generation(catalog: Catalog, user_id: int) -> int:
+    """The generation a login token issued now carries."""
+    with Session(catalog.engine) as session:
+        return _generation(session, user_id)
+
+
+def end_logins(catalog: Catalog, user_id: int) -> None:
+    """Refuse every login token the user holds (logout, sign out everywhere)."""
+    with Session(catalog.engine) as session, session.begin():
+        _bump_generation(session, user_id)
 
 
 MAX_INSTRUCTIONS_CHARS = 4000
@@ -146,6 +175,8 @@ def update_user(
         row = _user_row(session, username)
         if demoted or disabled:
             _keep_an_admin(session, row)
+        if password_hash is not None or (role is not None and role != row.role) or disabled:
+            _bump_generation(session, row.id)  # the user's login tokens end here
         row.role = role if role is not None else row.role
         row.disabled = disabled if disabled is not None else row.disabled
         row.password_hash = password_hash or row.password_hash
@@ -208,15 +239,26 @@ def remove_membership(catalog: Catalog, username: str, workspace_name: str) -> N
 
 # -- API keys -------------------------------------------------------------------------
 def create_api_key(
-    catalog: Catalog, username: str, name: str, workspaces: list[str]
+    catalog: Catalog,
+    username: str,
+    name: str,
+    workspaces: list[str],
+    scopes: Collection[str] = (),
 ) -> tuple[ApiKeyInfo, str]:
-    """A new key for ``username`` limited to ``workspaces`` ([] = all the user's).
+    """A new key for ``username`` limited to ``workspaces`` ([] = all the user's), with
+    the named ``scopes`` (``admin:protection``: may do what weakens protection or
+    destroys data, as a password login may).
 
     Returns the key's description and the key itself, which is never shown again.
     """
     name = name.strip()
     if not name or len(name) > KEY_NAME_MAX:
         raise InvalidInput(f"a key name has 1 to {KEY_NAME_MAX} characters")
+    unknown = sorted(set(scopes) - KEY_SCOPES)
+    if unknown:
+        raise InvalidInput(
+            f"unknown key scope {unknown[0]!r}: use one of {', '.join(sorted(KEY_SCOPES))}"
+        )
     scope = sorted({catalog.get_workspace(w).name for w in workspaces})
     new = generate_key()
     with Session(catalog.engine) as session, session.begin():
@@ -231,7 +273,9 @@ def create_api_key(
         )
         session.add(row)
         session.flush()
-        return _key_info(row, user.username), new.key
+        session.add_all(ApiKeyScopeRow(key_id=row.id, scope=scope) for scope in set(scopes))
+        session.flush()
+        return _key_info(row, user.username, _key_scopes(session, row.id)), new.key
 
 
 def list_api_keys(catalog: Catalog, username: str | None = None) -> list[ApiKeyInfo]:
@@ -240,13 +284,16 @@ def list_api_keys(catalog: Catalog, username: str | None = None) -> list[ApiKeyI
     if username is not None:
         query = query.where(UserRow.username == username)
     with Session(catalog.engine) as session:
-        return [_key_info(row, owner) for row, owner in session.execute(query)]
+        return [
+            _key_info(row, owner, _key_scopes(session, row.id))
+            for row, owner in session.execute(query).all()
+        ]
 
 
 def get_api_key(catalog: Catalog, prefix: str) -> ApiKeyInfo:
     with Session(catalog.engine) as session:
         row, owner = _key_row(session, prefix)
-        return _key_info(row, owner)
+        return _key_info(row, owner, _key_scopes(session, row.id))
 
 
 def revoke_api_key(catalog: Catalog, prefix: str) -> ApiKeyInfo:
@@ -255,11 +302,14 @@ def revoke_api_key(catalog: Catalog, prefix: str) -> ApiKeyInfo:
         row, owner = _key_row(session, prefix)
         row.revoked_at = row.revoked_at or utcnow()
         session.flush()
-        return _key_info(row, owner)
+        return _key_info(row, owner, _key_scopes(session, row.id))
 
 
-def resolve_api_key(catalog: Catalog, key: str) -> tuple[UserInfo, frozenset[str] | None]:
-    """The user behind ``key`` and the workspaces it is limited to (None: no limit)."""
+def resolve_api_key(
+    catalog: Catalog, key: str
+) -> tuple[UserInfo, frozenset[str] | None, frozenset[str]]:
+    """The user behind ``key``, the workspaces it is limited to (None: no limit) and its
+    named scopes."""
     prefix = key_prefix(key)
     with Session(catalog.engine) as session:
         row = None if prefix is None else _find_key(session, prefix)
@@ -269,10 +319,11 @@ def resolve_api_key(catalog: Catalog, key: str) -> tuple[UserInfo, frozenset[str
             raise Unauthorized("API key revoked")
         user_id, key_id, last_used = row.user_id, row.id, row.last_used_at
         names: list[str] = json.loads(row.workspaces)
+        scopes = frozenset(_key_scopes(session, key_id))
     user = get_active_user(catalog, user_id)
     if last_used is None or _aware(last_used) < utcnow() - LAST_USED_RESOLUTION:
         _touch_key(catalog, key_id)
-    return user, (frozenset(names) if names else None)
+    return user, (frozenset(names) if names else None), scopes
 
 
 # -- first run ------------------------------------------------------------------------
@@ -377,7 +428,32 @@ def _key_row(session: Session, prefix: str) -> tuple[ApiKeyRow, str]:
     return found[0], found[1]
 
 
-def _key_info(row: ApiKeyRow, username: str) -> ApiKeyInfo:
+def _key_scopes(session: Session, key_id: int) -> tuple[str, ...]:
+    return tuple(
+        session.scalars(
+            select(ApiKeyScopeRow.scope)
+            .where(ApiKeyScopeRow.key_id == key_id)
+            .order_by(ApiKeyScopeRow.scope)
+        ).all()
+    )
+
+
+def _generation(session: Session, user_id: int) -> int:
+    row = session.get(UserSessionRow, user_id)
+    return row.generation if row is not None else 0  # users made before migration 0012
+
+
+def _bump_generation(session: Session, user_id: int) -> None:
+    bumped = session.execute(
+        update(UserSessionRow)
+        .where(UserSessionRow.user_id == user_id)
+        .values(generation=UserSessionRow.generation + 1)
+    )
+    if not bumped.rowcount:  # type: ignore[attr-defined]
+        session.add(UserSessionRow(user_id=user_id, generation=1))
+
+
+def _key_info(row: ApiKeyRow, username: str, scopes: tuple[str, ...] = ()) -> ApiKeyInfo:
     return ApiKeyInfo(
         prefix=row.prefix,
         name=row.name,
@@ -386,6 +462,7 @@ def _key_info(row: ApiKeyRow, username: str) -> ApiKeyInfo:
         created_at=_aware(row.created_at),
         last_used_at=_aware(row.last_used_at) if row.last_used_at else None,
         revoked_at=_aware(row.revoked_at) if row.revoked_at else None,
+        scopes=scopes,
     )
 
 

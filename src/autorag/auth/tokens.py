@@ -1,4 +1,8 @@
-"""Short-lived bearer tokens: an HMAC-SHA256-signed ``{sub, iat, exp}`` payload.
+"""Short-lived bearer tokens: an HMAC-SHA256-signed ``{sub, gen, iat, exp}`` payload.
+
+``gen`` is the user's token generation when the token was issued
+(``autorag.auth.service.token_generation``): a password or role change and a logout
+bump it, and a token of an older generation is refused.
 
 The form is ``<base64url payload>.<base64url signature>``. The signing secret lives in
 ``<workspace data dir>/secret.key`` so tokens outlive a server restart; deleting the
@@ -30,6 +34,7 @@ _MAX_TOKEN_CHARS = 512
 @dataclass(frozen=True)
 class TokenClaims:
     user_id: int
+    generation: int
     issued_at: int
     expires_at: int
 
@@ -44,9 +49,9 @@ class TokenSigner:
         self.ttl_seconds = ttl_seconds
         self._clock = clock
 
-    def issue(self, user_id: int) -> str:
+    def issue(self, user_id: int, generation: int) -> str:
         now = int(self._clock())
-        claims = {"sub": user_id, "iat": now, "exp": now + self.ttl_seconds}
+        claims = {"sub": user_id, "gen": generation, "iat": now, "exp": now + self.ttl_seconds}
         payload = _b64encode(json.dumps(claims, separators=(",", ":")).encode())
         return f"{payload}.{self._sign(payload)}"
 
@@ -80,10 +85,10 @@ def load_or_create_secret(data_dir: Path) -> bytes:
 
 def _decode_claims(payload: str) -> TokenClaims:
     # Only ever reached with a valid signature, so a failure here is our own bug or an
-    # old format; either way the token is refused, not crashed on.
+    # old format (no ``gen``); either way the token is refused, not crashed on.
     try:
         data = json.loads(_b64decode(payload))
-        return TokenClaims(int(data["sub"]), int(data["iat"]), int(data["exp"]))
+        return TokenClaims(int(data["sub"]), int(data["gen"]), int(data["iat"]), int(data["exp"]))
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise Unauthorized("malformed token") from exc
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,6 +12,9 @@ from autorag.auth.service import ensure_setup_token
 from autorag.cli._common import console, current_workspace
 from autorag.context import open_context
 from autorag.workspace import Workspace
+
+if TYPE_CHECKING:
+    import uvicorn
 
 # Addresses that mean "every interface": a browser must be sent to loopback instead.
 _ANY_ADDRESS = {"0.0.0.0": "127.0.0.1", "::": "[::1]", "": "127.0.0.1"}
@@ -46,7 +49,21 @@ def serve(
             f"    {setup_url(host, port, token)}",
             highlight=False,
         )
-    uvicorn.run(create_app(workspace), host=host, port=port, log_level="info")
+    uvicorn.Server(uvicorn_config(create_app(workspace), host=host, port=port)).run()
+
+
+def uvicorn_config(app: Any, **options: Any) -> uvicorn.Config:
+    """uvicorn's configuration for the API: its own proxy-header handling off.
+
+    uvicorn would otherwise take ``X-Forwarded-For`` from any loopback peer as the
+    client's address, and a client spoofing it would escape the per-address login
+    limits. The app reads the header itself, from ``server.trusted_proxies`` only
+    (``autorag.api.auth.client_address``).
+    """
+    import uvicorn
+
+    options.setdefault("log_level", "info")
+    return uvicorn.Config(app, proxy_headers=False, forwarded_allow_ips="", **options)
 
 
 def setup_url(host: str, port: int, token: str) -> str:

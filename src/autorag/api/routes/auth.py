@@ -10,16 +10,24 @@ import logging
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Request, status
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorag.api.auth import Principal, PrincipalDep, auth_lifespan, auth_state, require
+from autorag.api.auth import (
+    Principal,
+    PrincipalDep,
+    auth_lifespan,
+    auth_state,
+    client_address,
+    require,
+)
 from autorag.api.deps import AppDep
 from autorag.api.routes import setup_page
 from autorag.auth import service
 from autorag.auth.passwords import MAX_LENGTH as PASSWORD_MAX
+from autorag.auth.permissions import PROTECTION_SCOPE, SESSION
 from autorag.auth.service import ApiKeyInfo, UserInfo
-from autorag.errors import NotFound, RateLimited, Unauthorized
+from autorag.errors import Forbidden, NotFound, RateLimited, Unauthorized
 
 log = logging.getLogger(__name__)
 router = APIRouter(tags=["auth"], lifespan=auth_lifespan)
@@ -80,11 +88,24 @@ class MeOut(BaseModel):
     via: str
     workspaces: list[str] | None  # null: every workspace
     permissions: list[str]
+    scopes: list[str]  # an API key's named scopes (admin:protection)
+    # May do what weakens protection or destroys data (a password login, or a key
+    # with the admin:protection scope), where the role permits it.
+    protection: bool
 
 
 class KeyCreate(_Body):
     name: str = Field(min_length=1, max_length=100)
     workspaces: list[str] = Field(default_factory=list, max_length=100)  # []: all
+    scopes: list[Literal["admin:protection"]] = Field(
+        default_factory=list,
+        max_length=1,
+        description=(
+            "Named scopes. admin:protection lets the key do what weakens protection or "
+            "destroys data (DLP patterns, deleting a workspace, source policy), as a "
+            "password login may; without it such requests answer 403."
+        ),
+    )
 
 
 class KeyOut(BaseModel):
@@ -95,6 +116,7 @@ class KeyOut(BaseModel):
     createdAt: datetime
     lastUsedAt: datetime | None
     revokedAt: datetime | None
+    scopes: list[str]  # named scopes: admin:protection, or none
 
 
 class KeyCreatedOut(KeyOut):
@@ -118,17 +140,51 @@ def setup(body: SetupBody, context: AppDep) -> UserOut:
     responses={401: {"description": "bad credentials"}, 429: {"description": "rate limited"}},
 )
 def login(body: LoginBody, request: Request, context: AppDep) -> TokenOut:
-    """Exchange a username and password for a short-lived bearer token."""
+    """Exchange a username and password for a short-lived bearer token.
+
+    Limits: attempts per client address per minute, and exponential backoff after
+    repeated wrong passwords for one username from one address (another address is not
+    slowed down). Password checks run a few at a time; a burst beyond that answers 429
+    with Retry-After.
+    """
     state = auth_state(request)
-    client = request.client.host if request.client else "unknown"
+    client = client_address(request)
+    guard = state.login_guard
     # The username is not logged: people type passwords into that field too.
     try:
-        state.login_limiter.attempt(f"ip:{client}", f"user:{body.username.lower()}")
-        user = service.authenticate(context.catalog, body.username, body.password)
+        guard.attempt(client, body.username)
+        try:
+            user = service.authenticate(context.catalog, body.username, body.password)
+        except Unauthorized:
+            guard.failed(client, body.username)
+            raise
     except (RateLimited, Unauthorized):
         log.warning("login refused from %s", client)
         raise
-    return TokenOut(access_token=state.signer.issue(user.id), expires_in=state.signer.ttl_seconds)
+    guard.succeeded(client, body.username)
+    token = state.signer.issue(user.id, service.token_generation(context.catalog, user.id))
+    return TokenOut(access_token=token, expires_in=state.signer.ttl_seconds)
+
+
+@router.post("/api/auth/logout", status_code=NO_CONTENT, response_class=Response)
+def logout(
+    principal: PrincipalDep,
+    context: AppDep,
+    everywhere: Annotated[
+        bool, Query(description="Accepted for clarity: every logout ends all your logins")
+    ] = False,
+) -> Response:
+    """End your login tokens: this one and every other you hold (another browser, a
+    script), since tokens carry one generation per user. A password or role change
+    does the same. An API key is not a login: revoke it with DELETE /api/keys/{prefix}."""
+    if principal.via != SESSION:
+        raise Forbidden(
+            "an API key is not a login: log out with a login token, or revoke the key "
+            "(DELETE /api/keys/{prefix})"
+        )
+    service.end_logins(context.catalog, principal.user_id)
+    log.info("user %r logged out%s", principal.username, " everywhere" if everywhere else "")
+    return Response(status_code=NO_CONTENT)
 
 
 @router.get("/api/auth/me", response_model=MeOut)
@@ -141,6 +197,8 @@ def me(principal: PrincipalDep) -> MeOut:
         via=principal.via,
         workspaces=scope,
         permissions=principal.permissions,
+        scopes=sorted(principal.key_scopes),
+        protection=principal.protected,
     )
 
 
@@ -195,13 +253,18 @@ def list_keys(principal: KeysDep, context: AppDep) -> list[KeyOut]:
 
 @router.post("/api/keys", status_code=status.HTTP_201_CREATED, response_model=KeyCreatedOut)
 def create_key(body: KeyCreate, principal: KeysDep, context: AppDep) -> KeyCreatedOut:
-    """A new API key for you, limited to some of your workspaces or not; shown once."""
+    """A new API key for you, limited to some of your workspaces or not; shown once.
+
+    With ``scopes: ["admin:protection"]`` it may also do what weakens protection or
+    destroys data, as your password login may; listings show the scope."""
     hidden = next((w for w in body.workspaces if not principal.sees(w)), None)
     if hidden is not None:
         raise NotFound(f"no workspace {hidden!r}")
     info, key = service.create_api_key(
-        context.catalog, principal.username, body.name, body.workspaces
+        context.catalog, principal.username, body.name, body.workspaces, body.scopes
     )
+    if PROTECTION_SCOPE in info.scopes:
+        log.info("API key %r of %r has the %s scope", info.prefix, info.username, PROTECTION_SCOPE)
     return KeyCreatedOut(**_key_out(info).model_dump(), key=key)
 
 
@@ -235,4 +298,5 @@ def _key_out(key: ApiKeyInfo) -> KeyOut:
         createdAt=key.created_at,
         lastUsedAt=key.last_used_at,
         revokedAt=key.revoked_at,
+        scopes=list(key.scopes),
     )

@@ -2,7 +2,8 @@
 and the audited reveal of redacted originals.
 
 Patterns and the history are installation-wide, so managing them needs ``dlp:admin``
-in every workspace (an API key scoped to some workspaces cannot). Reading an original
+in every workspace (an API key scoped to some workspaces cannot); changing patterns
+needs a password login or an API key with the ``admin:protection`` scope. Reading an original
 needs ``dlp:reveal``, which only a password login carries: a leaked API key reveals
 nothing. Other routes redact through ``workspace_dlp(channel)``.
 """
@@ -54,6 +55,11 @@ def dlp_service(request: Request) -> DlpService:
 
 DlpServiceDep = Annotated[DlpService, Depends(dlp_service)]
 AdminDep = Annotated[Principal, Depends(require("dlp:admin", every_workspace=True))]
+# Changing what DLP redacts weakens protection: a password login, or an API key with
+# the admin:protection scope (autorag.api.auth.require_protection).
+ProtectDep = Annotated[
+    Principal, Depends(require("dlp:admin", every_workspace=True, protection=True))
+]
 RevealDep = Annotated[Principal, Depends(require("dlp:reveal", every_workspace=True))]
 ScanDep = Annotated[Principal, Depends(require("search:read"))]
 WidgetHeader = Annotated[
@@ -235,7 +241,7 @@ def list_patterns(_: AdminDep, dlp: DlpServiceDep) -> list[PatternOut]:
 
 
 @router.post("/patterns", status_code=201, response_model=PatternOut)
-def create_pattern(body: PatternCreate, _: AdminDep, dlp: DlpServiceDep) -> PatternOut:
+def create_pattern(body: PatternCreate, _: ProtectDep, dlp: DlpServiceDep) -> PatternOut:
     """A custom pattern (at most 50). Its regex must compile with RE2 (400 otherwise,
     with RE2's reason)."""
     record = dlp.create_pattern(body.name, body.regex, body.description, enabled=body.enabled)
@@ -250,7 +256,7 @@ def test_patterns(body: PatternTest, _: AdminDep, dlp: DlpServiceDep) -> ScanOut
 
 @router.patch("/patterns/{pattern_id}", response_model=PatternOut)
 def update_pattern(
-    pattern_id: PatternId, body: PatternPatch, _: AdminDep, dlp: DlpServiceDep
+    pattern_id: PatternId, body: PatternPatch, _: ProtectDep, dlp: DlpServiceDep
 ) -> PatternOut:
     """Edit a custom pattern, or enable/disable any (409 when editing a built-in)."""
     record = dlp.update_pattern(
@@ -264,7 +270,7 @@ def update_pattern(
 
 
 @router.delete("/patterns/{pattern_id}", status_code=204, response_class=Response)
-def delete_pattern(pattern_id: PatternId, _: AdminDep, dlp: DlpServiceDep) -> Response:
+def delete_pattern(pattern_id: PatternId, _: ProtectDep, dlp: DlpServiceDep) -> Response:
     """Delete a custom pattern (built-ins can only be disabled: 409)."""
     dlp.delete_pattern(pattern_id)
     return Response(status_code=204)

@@ -20,7 +20,8 @@ from autorag.sources.policy_store import open_policy
 
 router = APIRouter(prefix="/api/workspaces", tags=["policy"])
 ReadDep = Annotated[Principal, Depends(require("documents:read"))]
-WriteDep = Annotated[Principal, Depends(require("policy:write"))]
+# policy:write needs a password login or an API key with the admin:protection scope.
+WriteDep = Annotated[Principal, Depends(require("policy:write", protection=True))]
 GlobField = Field(
     max_length=MAX_GLOB_CHARS,
     description="An absolute id pattern: /docs/**, /kakao/*/chunks/**, C:/secrets/**",

@@ -8,7 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorag.api.auth import Principal, require
+from autorag.api.auth import Principal, require, require_protection
 from autorag.api.deps import AppDep, WorkspaceDep
 from autorag.api.routes.documents import PoolDep, utc
 from autorag.ingest import workspaces as ws
@@ -126,12 +126,13 @@ def rename_workspace(
 
 @router.delete("/{workspace}", status_code=204, response_class=Response)
 def delete_workspace(
-    principal: Annotated[Principal, Depends(require("workspaces:admin"))],
+    principal: Annotated[Principal, Depends(require("workspaces:admin", protection=True))],
     root: AppDep,
     context: WorkspaceDep,
     pool: PoolDep,
 ) -> Response:
-    """Delete a workspace with its documents, full-text rows, vectors and uploads."""
+    """Delete a workspace with its documents, full-text rows, vectors and uploads (a
+    password login, or an API key with the admin:protection scope)."""
     with pool.locks(context.info.id).exclusive():
         ws.delete_workspace(context, protected=root.settings.workspace, this_process=pool.identity)
         pool.forget(context.info.id)
@@ -152,6 +153,9 @@ def update_settings(
     body: SettingsPatch,
     context: WorkspaceDep,
 ) -> SettingsOut:
-    """Change some settings; the others keep their values."""
+    """Change some settings; the others keep their values. Turning redaction on ingest
+    off needs a password login or an API key with the admin:protection scope."""
+    if body.redact_on_ingest is False:
+        require_protection(principal, "turning redactOnIngest off")
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
     return _settings(ws.update_settings(context.catalog, context.info, changes))
