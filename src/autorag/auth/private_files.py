@@ -23,8 +23,6 @@ DIR_MODE = 0o700
 # Group and others get nothing from files a process creates under this umask.
 OWNER_ONLY_UMASK = 0o077
 
-_MODE = FILE_MODE  # kept for older imports
-
 
 def owner_only_umask() -> int:
     """Make every file this process creates from now on owner-only; the old umask."""
