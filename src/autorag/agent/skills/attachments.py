@@ -39,8 +39,10 @@ class DocumentTempProcess:
     spec: ToolSpec = SPEC
 
     def available(self, context: SkillContext) -> bool:
-        """Offered in a chat that has files attached."""
-        return context.chat_id is not None and has_attachments(context.app, context.chat_id)
+        """Offered in a chat that has files attached, to whoever may use the chat."""
+        if context.chat_id is None or not context.can("chat:use"):
+            return False
+        return has_attachments(context.app, context.chat_id)
 
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         if context.chat_id is None:

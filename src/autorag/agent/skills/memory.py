@@ -63,7 +63,8 @@ class WorkspaceMemory:
     spec: ToolSpec = SPEC
 
     def available(self, context: SkillContext) -> bool:
-        return True
+        """Offered to whoever may use it at all (``chat:use``)."""
+        return context.can("chat:use")
 
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         action = arguments.get("action")

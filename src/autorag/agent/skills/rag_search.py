@@ -45,7 +45,8 @@ class RagSearch:
     mode: SearchMode = "hybrid"
 
     def available(self, context: SkillContext) -> bool:
-        return True
+        """Offered to whoever may use it at all (``search:read``)."""
+        return context.can("search:read")
 
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         query = arguments.get("query")
