@@ -427,31 +427,47 @@ def _write_double_config(workspace: Workspace, config: dict[str, Any]) -> None:
     Path(f"{prefix}_double.json").write_text(json.dumps(config), encoding="utf-8")
 
 
-def _prepare(workspace: Workspace, *, index: bool) -> None:
-    """The admin, and for bob the policies and the index (before any server runs)."""
+def _prepare(workspace: Workspace, *, index: bool, policies: Mapping[str, str] = POLICIES) -> None:
+    """The admin, the policies and the index (before any server runs)."""
     context = open_context(workspace)
     try:
         create_user(context.catalog, ADMIN, PASSWORD, "admin")
         if index:
             policy = open_policy(context)
-            for glob, level in POLICIES.items():
+            for glob, level in policies.items():
                 policy.set_rule(glob, level)
             refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
     finally:
         context.close()
 
 
-def build_world(root: Path) -> Iterator[World]:
-    """Set everything up, start both servers; stop them when the generator is closed."""
+def build_world(
+    root: Path,
+    *,
+    bob_files: Callable[[Path, Path], None] | None = None,
+    alice_files: Callable[[Path], None] | None = None,
+) -> Iterator[World]:
+    """Set everything up, start both servers; stop them when the generator is closed.
+
+    ``bob_files(docs, root)`` adds to bob's corpus before it is indexed; with
+    ``alice_files(folder)`` alice gets a search path of her own (indexed, no rules: all
+    of it private)."""
     link_dir, records, logs = root / "link", root / "records", root / "logs"
     for folder in (link_dir, records, logs):
         folder.mkdir()
     docs = root / "bob-files" / "docs"
     write_corpus(docs)
+    if bob_files is not None:
+        bob_files(docs, root)
 
     alice_ws = init_workspace(root / "alice")
     bob_ws = init_workspace(root / "bob")
     bob_ws.write_config({"search_paths": [str(docs)]})
+    if alice_files is not None:
+        alice_docs = root / "alice-files" / "notes"
+        alice_docs.mkdir(parents=True)
+        alice_files(alice_docs)
+        alice_ws.write_config({"search_paths": [str(alice_docs)]})
     _write_double_config(
         alice_ws,
         _double_config(
@@ -485,7 +501,7 @@ def build_world(root: Path) -> Iterator[World]:
             BOB_FAULTS,
         ),
     )  # fmt: skip
-    _prepare(alice_ws, index=False)
+    _prepare(alice_ws, index=alice_files is not None, policies={})
     alice = Instance("alice", alice_ws, logs)
     bob = Instance("bob", bob_ws, logs)
     # Alice and bob trust each other with the CLI, as a user would; the contacts the test

@@ -15,7 +15,7 @@ from autorag.ingest.pipeline import Indexer
 from autorag.ingest.readiness import Readiness, check_readiness
 from autorag.retrieval.hybrid import HybridSearcher
 from autorag.sources import SourceRoot, plan_source_roots
-from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
+from autorag.store.catalog.db import bind_data_dir, create_catalog_engine, migrate, sqlite_url
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 from autorag.store.fulltext import open_fulltext
 from autorag.store.fulltext.base import FullTextIndex
@@ -157,6 +157,9 @@ def open_context(workspace: Workspace, /, **overrides: Any) -> AppContext:
     settings = load_settings(workspace.config_file, **overrides)
     url = settings.database_url or sqlite_url(workspace.database_file)
     engine = create_catalog_engine(url)
+    # The key that seals this catalog's secrets lives in this workspace's .autorag/, also
+    # when the catalog is a PostgreSQL server (migration 0011 seals with it).
+    bind_data_dir(engine, workspace.data_dir)
     migrate(engine)
     catalog = Catalog(engine)
     return AppContext(workspace, settings, catalog, catalog.ensure_workspace(settings.workspace))

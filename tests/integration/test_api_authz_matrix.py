@@ -1491,6 +1491,7 @@ ENDPOINTS = [
         "workspaces:admin",
         202,
         workspace="path",
+        protected=True,
         check=_reembed_check,
     ),
     Endpoint(

@@ -156,6 +156,10 @@ def _delete_rule(world: World, n: str) -> Request:
     return "DELETE", "/api/workspaces/default/policy", {"params": {"glob": glob}}
 
 
+def _reembed(world: World, n: str) -> Request:
+    return "POST", "/api/workspaces/default/reembed", {}
+
+
 PROTECTED: dict[str, tuple[Callable[[World, str], Request], int]] = {
     "create a DLP pattern": (_new_pattern, 201),
     "disable a DLP pattern": (_disable_builtin, 200),
@@ -164,6 +168,7 @@ PROTECTED: dict[str, tuple[Callable[[World, str], Request], int]] = {
     "turn redaction on ingest off": (_redaction_off, 200),
     "add a source policy rule": (_policy_rule, 200),
     "delete a source policy rule": (_delete_rule, 204),
+    "re-embed a workspace": (_reembed, 202),
 }
 _counter = iter(range(10_000))
 

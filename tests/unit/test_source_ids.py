@@ -16,6 +16,7 @@ from autorag.sources import (
     FILESYSTEM_ROOTS,
     SourceRoot,
     is_datasource_id,
+    local_source_id,
     normalize_source,
     plan_source_roots,
     to_real_path,
@@ -333,3 +334,69 @@ def test_real_paths_under_a_root_round_trip(roots: list[SourceRoot], data: st.Da
     assert source_id is not None
     assert source_id.startswith("/") and not source_id.startswith(root.path)
     assert to_real_path(source_id, roots) == path
+
+
+# -- file names are data (issue 14) -------------------------------------------------------
+
+# Any name a POSIX file system permits: no "/" and no NUL; "." and ".." are not names.
+ANY_NAME = st.text(
+    st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)),
+    min_size=1,
+    max_size=12,
+).filter(lambda name: name not in (".", ".."))
+ODD_NAMES = ["public\\leak.md", "q#1?.md", "%2e%2e", "new\nline.md", "\uff0e\uff0e",
+             "a%25b", "a%b", "\u202eevil.md", "ﬁle.md", "..\\x", "\\"]  # fmt: skip
+
+
+@given(names=st.lists(st.lists(ANY_NAME, min_size=1, max_size=3), max_size=8))
+def test_every_name_gets_one_id_of_its_own_that_leads_back_to_it(
+    roots: list[SourceRoot], names: list[list[str]]
+) -> None:
+    root = roots[0]
+    paths = {"/".join([root.path, *parts]) for parts in names}
+    ids = {path: local_source_id(path, roots) for path in paths}
+    for path, source_id in ids.items():
+        assert source_id is not None, path
+        assert "\\" not in source_id and ".." not in source_id.split("/")
+        assert normalize_source(source_id, roots) == source_id  # a fixed point
+        assert normalize_source(path, roots) == source_id  # the real path maps to it
+        assert to_real_path(source_id, roots) == path  # and back, exactly
+    assert len(set(ids.values())) == len(ids)  # no two files share an id
+
+
+@pytest.mark.parametrize("name", ODD_NAMES)
+def test_odd_names_are_escaped_never_split_or_refused(roots: list[SourceRoot], name: str) -> None:
+    path = f"{roots[0].path}/{name}"
+    source_id = local_source_id(path, roots)
+    assert source_id is not None and source_id.count("/") == 2, source_id
+    assert to_real_path(source_id, roots) == path
+
+
+def test_a_backslash_name_and_a_real_subfolder_stay_apart(roots: list[SourceRoot]) -> None:
+    base = roots[0].path
+    assert local_source_id(f"{base}/public\\leak.md", roots) == "/docs/public%5Cleak.md"
+    assert local_source_id(f"{base}/public/leak.md", roots) == "/docs/public/leak.md"
+    assert normalize_source(f"{base}/public\\leak.md", roots) == "/docs/public%5Cleak.md"
+
+
+@pytest.mark.parametrize(
+    "source", ["/docs/%2e%2e/x", "/docs/a%2Fb", "/docs/a%zz", "/docs/\uff0e\uff0e/x", "/docs/a%5cb"]
+)
+def test_a_virtual_id_not_in_escaped_form_is_refused(roots: list[SourceRoot], source: str) -> None:
+    assert normalize_source(source, roots) is None
+    assert to_real_path(source, roots) is None
+
+
+def test_escaped_names_of_odd_folders_are_accepted_as_ids(roots: list[SourceRoot]) -> None:
+    base = roots[0].path
+    assert to_real_path("/docs/%252e%252e/x", roots) == f"{base}/%2e%2e/x"
+    assert to_real_path("/docs/%EF%BC%8E%EF%BC%8E/x", roots) == f"{base}/\uff0e\uff0e/x"
+
+
+def test_a_folder_under_a_datasource_namespace_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    fake_realpath(monkeypatch)
+    with pytest.raises(InvalidInput, match="namespace"):
+        plan_source_roots(["/kakao/chats"])
+    assert plan_source_roots(["/home/me/uploads"])[0].prefix.startswith("uploads-")

@@ -44,9 +44,10 @@ class PeerSearch:
     spec: ToolSpec = field(default=SPEC)
 
     def available(self, context: SkillContext) -> bool:
-        return bool(self.node.runtime.registry.peers())
+        return context.can("search:read") and bool(self.node.runtime.registry.peers())
 
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
+        context.require("search:read", "peer_search")
         query = arguments.get("query")
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("peer_search needs a non-empty 'query' string")

@@ -315,7 +315,7 @@ def delete_document(
 
 @router.post("/reembed", status_code=202, response_model=JobOut)
 def reembed(
-    principal: Annotated[Principal, Depends(require("workspaces:admin"))],
+    principal: Annotated[Principal, Depends(require("workspaces:admin", protection=True))],
     context: WorkspaceDep,
     pool: PoolDep,
 ) -> JobOut:
