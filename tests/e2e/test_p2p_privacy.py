@@ -11,6 +11,7 @@ word, no local absolute path, no secret.
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,6 +44,8 @@ ODD_NAMES = {
 
 
 def hostile_corpus(docs: Path, root: Path) -> None:
+    # No 'ask' sources here: a reply waiting for an approval would only cost time.
+    shutil.rmtree(docs / "review")
     public, private = docs / "public", docs / "private"
     (private / "salary.md").write_text(f"# Salary ledger\n\n{SALARY}.\n")
     (public / "salary-link.md").symlink_to(private / "salary.md")

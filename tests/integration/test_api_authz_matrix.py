@@ -1344,6 +1344,13 @@ ENDPOINTS = [
     Endpoint("GET", "/docs", PUBLIC, 200),
     Endpoint("GET", "/docs/oauth2-redirect", PUBLIC, 200),
     Endpoint("GET", "/redoc", PUBLIC, 200),
+    Endpoint(
+        "GET",
+        "/docs/assets/{asset}",
+        PUBLIC,
+        200,
+        send=lambda cell: ({"asset": "swagger-ui.css"}, {}),
+    ),
     Endpoint("GET", "/healthz", PUBLIC, 200),
     Endpoint("GET", "/readyz", PUBLIC, 200),
     Endpoint("GET", "/setup", PUBLIC, 200),

@@ -96,7 +96,10 @@ def server(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> S
         service.create_user(context.catalog, "root", "a long admin password", "admin")
         service.create_user(context.catalog, "mia", "a long member password", "member")
         service.add_membership(context.catalog, "mia", "default")
-        _, admin_key = service.create_api_key(context.catalog, "root", "tests", [])
+        # The admin's key may delete workspaces and re-embed: the protection scope.
+        _, admin_key = service.create_api_key(
+            context.catalog, "root", "tests", [], scopes=["admin:protection"]
+        )
         _, member_key = service.create_api_key(context.catalog, "mia", "tests", [])
         return admin_key, member_key
 

@@ -53,6 +53,17 @@ def gate(hits: Sequence[SearchHit], policy: PolicyStore, dlp: DlpSession) -> Gat
     return gated
 
 
+def still_allowed(
+    sources: Sequence[PendingSource], policy: PolicyStore, *, approved: bool
+) -> list[PendingSource]:
+    """Sources kept with an approval request, as the policy stands when the answer is
+    sent: a rule tightened while the request waited holds. Those that were ``share``
+    must still be; those the owner approved may be ``share`` or ``ask``; none may now be
+    ``private`` (nor a source id DLP redacted, which no longer names a source)."""
+    levels = ("share", "ask") if approved else ("share",)
+    return [s for s in sources if policy.resolve_policy(s.source) in levels]
+
+
 def as_indexed(hits: Sequence[SearchHit], catalog: Catalog, workspace_id: int) -> list[SearchHit]:
     """The hits whose text is still what the file at their path holds: a local file moved
     away (into a private folder, say), replaced by a link, or changed since it was

@@ -29,7 +29,7 @@ from autorag.p2p.approvals import (
     Resolution,
     approvals_of,
 )
-from autorag.p2p.egress import as_indexed, gate
+from autorag.p2p.egress import as_indexed, gate, still_allowed
 from autorag.p2p.outgoing import OutgoingQuestion, screen_question
 from autorag.p2p.session import remote_answer
 from autorag.p2p.simplex.chunks import ChunkError, Reassembler
@@ -244,9 +244,11 @@ class PeerNode:
         request: ApprovalRequest = resolution.request
         if resolution.status == "expired":
             return _diagnostic(request.query_id, "timeout", "error", "the approval expired")
-        allowed = list(request.shared)
+        # Denying withholds only what waited for approval; what was shared is still
+        # checked against the rules as they are now, never against those at asking time.
+        allowed = still_allowed(request.shared, self.policy, approved=False)
         if resolution.status == "approved":
-            allowed += list(request.sources)
+            allowed += still_allowed(request.sources, self.policy, approved=True)
         if not allowed:
             return _diagnostic(
                 request.query_id, "approval-denied", "warning", "the owner did not approve"
