@@ -11,9 +11,8 @@ from pydantic import SecretStr
 
 from autorag.config import LLMProviderSettings
 from autorag.errors import InvalidInput, Unavailable
+from autorag.http_client import ModelServer, display_url
 from autorag.llm._wire import (
-    HttpWire,
-    display_url,
     is_local_url,
     ollama_messages,
     openai_messages,
@@ -164,13 +163,13 @@ def test_parse_arguments(raw: Any, parsed: dict[str, Any]) -> None:
 # -- the OpenAI stream parser -----------------------------------------------------------
 
 
-def _wire() -> HttpWire:
-    return HttpWire("lab", "http://gpu-box:8000/v1", api_key=None, timeout_s=5, not_found_hint="")
+def _server() -> ModelServer:
+    return ModelServer("LLM provider 'lab'", "http://gpu-box:8000/v1", timeout_s=5)
 
 
 def _parse(*chunks: Any, done: bool = True) -> list[LLMDelta]:
     lines = [f"data: {json.dumps(chunk)}" for chunk in chunks] + (["data: [DONE]"] if done else [])
-    return list(_ChatStream(_wire()).deltas(sse_data(line for x in lines for line in (x, ""))))
+    return list(_ChatStream(_server()).deltas(sse_data(line for x in lines for line in (x, ""))))
 
 
 def _choice(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

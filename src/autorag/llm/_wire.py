@@ -1,40 +1,26 @@
-"""What the HTTP LLM adapters share: the chat JSON, locality, error mapping, transport.
+"""What the HTTP LLM adapters share: the chat JSON, locality, the provider base.
 
-httpx is imported on first use, as in ``autorag.embeddings._http``, so that loading the
-provider registry does not slow down CLI start-up.
-
-Errors: a server that cannot be reached, times out, fails (5xx), rate-limits (429) or
-rejects our credentials (401/403) raises ``Unavailable`` (the caller may fall back to
-another model); a request the server refuses as wrong (400, 404 unknown model, 422)
-raises ``InvalidInput``. Messages name the provider and its base URL, never the key.
+The transport, its timeouts and its error mapping are the model servers' one HTTP seam,
+``autorag.http_client``.
 """
 
 from __future__ import annotations
 
 import ipaddress
 import json
-import re
-import threading
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import urlsplit
 
-from autorag.errors import AutoragError, InvalidInput, Unavailable
+from autorag.errors import InvalidInput
+from autorag.http_client import ModelServer
 from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolCall, ToolSpec, Usage
 
 if TYPE_CHECKING:
-    import httpx
-
     from autorag.config import LLMProviderSettings
 
-# How much of a server's error body we quote: enough for its reason, not a whole page.
-_ERROR_SNIPPET_CHARS = 200
-# A server that does not accept the connection within this is down, however patient
-# we are with a slow model (``timeout_s`` covers the wait between streamed chunks).
-_CONNECT_TIMEOUT_S = 10.0
 RAW_ARGUMENTS_KEY = "_raw"
 
 # -- the chat JSON ----------------------------------------------------------------------
@@ -153,7 +139,6 @@ _LOCAL_NETWORKS = tuple(
         "::/128",
     )
 )
-_USERINFO = re.compile(r"(?<=//)[^/?#]*@")
 # Names that by standard never resolve on the public internet.
 _LOCAL_SUFFIXES = (".localhost", ".local", ".home.arpa", ".internal")
 
@@ -188,164 +173,6 @@ def _host(url: str) -> str:
     return (host or "").rstrip(".").lower()
 
 
-def display_url(url: str) -> str:
-    """``url`` without any ``user:password@``, fit for error messages and logs."""
-    return _USERINFO.sub("", url)
-
-
-# -- transport and errors ---------------------------------------------------------------
-
-
-class HttpWire:
-    """One provider's HTTP side: a pooled client, JSON calls, streamed lines; every
-    failure surfaces as ``Unavailable`` or ``InvalidInput`` naming the provider."""
-
-    def __init__(
-        self,
-        provider: str,
-        base_url: str,
-        *,
-        api_key: str | None,
-        timeout_s: float,
-        not_found_hint: str,
-    ) -> None:
-        self.provider = provider
-        self.base_url = base_url.rstrip("/")
-        self.timeout_s = timeout_s
-        self._api_key = api_key
-        self._not_found_hint = not_found_hint
-        self._client: httpx.Client | None = None
-        self._lock = threading.Lock()
-
-    @property
-    def where(self) -> str:
-        """How messages name the server: ``LLM provider 'x' at http://…``."""
-        return f"LLM provider {self.provider!r} at {display_url(self.base_url)}"
-
-    def get_json(self, path: str) -> Any:
-        import httpx
-
-        try:
-            response = self._http().get(self.base_url + path)
-            self._check(response, path)
-        except (httpx.TransportError, httpx.InvalidURL) as exc:
-            raise self._transport_error(exc) from exc
-        return self.decode(response.text)
-
-    @contextmanager
-    def stream_lines(self, path: str, body: Mapping[str, Any]) -> Iterator[Iterator[str]]:
-        """POST ``body`` and give the response's lines as they arrive.
-
-        Leaving the ``with`` block (also by closing the generator that holds it) closes
-        the response and its connection at once: an aborted generation stops there.
-        """
-        import httpx
-
-        try:
-            with self._http().stream("POST", self.base_url + path, json=body) as response:
-                if not response.is_success:
-                    response.read()
-                    self._check(response, path)
-                yield response.iter_lines()
-        except (httpx.TransportError, httpx.InvalidURL) as exc:
-            raise self._transport_error(exc) from exc
-
-    def decode(self, text: str) -> Any:
-        try:
-            return json.loads(text)
-        except ValueError:
-            message = f"{self.where} sent invalid JSON: {_snippet(text)}"
-            raise Unavailable(self.scrub(message)) from None
-
-    def stream_error(self, error: Any) -> AutoragError:
-        """The error a server reported inside a stream (``{"error": ...}``)."""
-        reason = self.scrub(_reason(error))
-        # Ollama reports a model it cannot find this way: a wrong name, not an outage.
-        if "not found" in reason.lower():
-            return InvalidInput(f"{self.where}: {reason}. {self._not_found_hint}")
-        return Unavailable(f"{self.where} failed while answering: {reason}")
-
-    def scrub(self, text: str) -> str:
-        """``text`` with the API key masked: servers sometimes echo the key they reject."""
-        return text.replace(self._api_key, "***") if self._api_key else text
-
-    def close(self) -> None:
-        with self._lock:
-            if self._client is not None:
-                self._client.close()
-                self._client = None
-
-    def _http(self) -> httpx.Client:
-        with self._lock:
-            if self._client is None:
-                import httpx
-
-                headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-                timeout = httpx.Timeout(
-                    self.timeout_s, connect=min(self.timeout_s, _CONNECT_TIMEOUT_S)
-                )
-                self._client = httpx.Client(headers=headers, timeout=timeout)
-            return self._client
-
-    def _check(self, response: httpx.Response, path: str) -> None:
-        if not response.is_success:
-            raise self._status_error(response.status_code, response.text, path)
-
-    def _status_error(self, status: int, body: str, path: str) -> AutoragError:
-        reason = self.scrub(f"HTTP {status}: {_reason(_json_or_text(body))}")
-        if status in (401, 403):
-            fix = "check its api_key" if self._api_key else "it needs an api_key"
-            return Unavailable(
-                f"{self.where} refused the credentials ({reason}): {fix}", code="llm_unauthorized"
-            )
-        if status == 404:
-            message = f"{self.where} answered {path} with {reason}. {self._not_found_hint}"
-            return InvalidInput(message)
-        if status == 429:
-            return Unavailable(f"{self.where} is rate limiting ({reason})", code="llm_rate_limited")
-        if 400 <= status < 500:
-            return InvalidInput(f"{self.where} refused the request ({reason})")
-        return Unavailable(f"{self.where} failed ({reason})")
-
-    def _transport_error(self, exc: Exception) -> AutoragError:
-        import httpx
-
-        detail = self.scrub(str(exc) or type(exc).__name__)
-        if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
-            return InvalidInput(f"{self.where}: the base_url is not usable ({detail})")
-        if isinstance(exc, httpx.ConnectTimeout):
-            connect = min(self.timeout_s, _CONNECT_TIMEOUT_S)
-            return Unavailable(f"{self.where} did not accept a connection within {connect:g}s")
-        if isinstance(exc, httpx.TimeoutException):
-            return Unavailable(f"{self.where} did not answer within {self.timeout_s:g}s")
-        if isinstance(exc, httpx.ConnectError):
-            return Unavailable(f"{self.where} cannot be reached ({detail}): is the server running?")
-        return Unavailable(f"{self.where}: the connection failed ({type(exc).__name__}: {detail})")
-
-
-def _json_or_text(body: str) -> Any:
-    try:
-        return json.loads(body)
-    except ValueError:
-        return body
-
-
-def _reason(error: Any) -> str:
-    """The human part of an error body: OpenAI's ``{"error": {"message"}}``, Ollama's
-    ``{"error": "..."}``, FastAPI's ``{"detail"}``, or the text itself, on one line."""
-    if isinstance(error, Mapping):
-        for key in ("error", "message", "detail"):
-            if key in error:
-                return _reason(error[key])
-        return _snippet(json.dumps(error))
-    return _snippet(error if isinstance(error, str) else json.dumps(error))
-
-
-def _snippet(text: str) -> str:
-    # Without its final full stop: our messages go on after the quote.
-    return " ".join(text.split())[:_ERROR_SNIPPET_CHARS].rstrip(".") or "no details"
-
-
 # -- the provider base ------------------------------------------------------------------
 
 
@@ -376,8 +203,8 @@ class ServerLLMProvider(ABC):
         self.local = local if local is not None else is_local_url(self.base_url)
         self.models = tuple(models)
         self._default_model = default_model or (self.models[0] if self.models else None)
-        self._wire = HttpWire(
-            name,
+        self._server = ModelServer(
+            f"LLM provider {name!r}",
             self.base_url,
             api_key=api_key,
             timeout_s=timeout_s,
@@ -401,7 +228,7 @@ class ServerLLMProvider(ABC):
         if self._default_model is None:
             listed = self._list_all()
             if not listed:
-                raise InvalidInput(f"{self._wire.where} lists no models: set its default_model")
+                raise InvalidInput(f"{self._server.where} lists no models: set its default_model")
             self._default_model = listed[0].id
         return self._default_model
 
@@ -432,7 +259,7 @@ class ServerLLMProvider(ABC):
 
     def close(self) -> None:
         """Release pooled connections; the provider reconnects if used again."""
-        self._wire.close()
+        self._server.close()
 
     def __enter__(self) -> Self:
         return self

@@ -47,7 +47,7 @@ class OllamaProvider(ServerLLMProvider):
         }
         if tools:
             body["tools"] = openai_tools(tools)
-        with self._wire.stream_lines("/api/chat", body) as lines:
+        with self._server.stream_lines("/api/chat", body) as lines:
             yield from self._deltas(lines)
 
     def _deltas(self, lines: Iterable[str]) -> Iterator[LLMDelta]:
@@ -55,11 +55,11 @@ class OllamaProvider(ServerLLMProvider):
         for line in lines:
             if not line.strip():
                 continue
-            chunk = self._wire.decode(line)
+            chunk = self._server.decode(line)
             if not isinstance(chunk, dict):
                 continue
             if "error" in chunk:
-                raise self._wire.stream_error(chunk["error"])
+                raise self._server.reported_error(chunk["error"])
             message = chunk.get("message") or {}
             if text := message.get("content"):
                 yield LLMDelta(text=text)
@@ -68,13 +68,13 @@ class OllamaProvider(ServerLLMProvider):
                 yield usage_delta(chunk.get("prompt_eval_count"), chunk.get("eval_count"))
                 yield from calls
                 return
-        raise Unavailable(f"{self._wire.where}: the stream ended before the answer did")
+        raise Unavailable(f"{self._server.where}: the stream ended before the answer did")
 
     def _list_all(self) -> list[ModelInfo]:
-        payload = self._wire.get_json("/api/tags")
+        payload = self._server.get_json("/api/tags")
         items = payload.get("models") if isinstance(payload, dict) else None
         if not isinstance(items, list):
-            raise Unavailable(f"{self._wire.where} answered /api/tags without a models list")
+            raise Unavailable(f"{self._server.where} answered /api/tags without a models list")
         return [self._model_info(item) for item in items if isinstance(item, dict)]
 
     def _model_info(self, item: dict[str, Any]) -> ModelInfo:

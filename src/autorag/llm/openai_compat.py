@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autorag.errors import Unavailable
+from autorag.http_client import ModelServer
 from autorag.llm._wire import (
-    HttpWire,
     ServerLLMProvider,
     openai_messages,
     openai_tools,
@@ -55,14 +55,14 @@ class OpenAICompatProvider(ServerLLMProvider):
         }
         if tools:
             body["tools"] = openai_tools(tools)
-        with self._wire.stream_lines("/chat/completions", body) as lines:
-            yield from _ChatStream(self._wire).deltas(sse_data(lines))
+        with self._server.stream_lines("/chat/completions", body) as lines:
+            yield from _ChatStream(self._server).deltas(sse_data(lines))
 
     def _list_all(self) -> list[ModelInfo]:
-        payload = self._wire.get_json("/models")
+        payload = self._server.get_json("/models")
         items = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(items, list):
-            raise Unavailable(f"{self._wire.where} answered /models without a data list")
+            raise Unavailable(f"{self._server.where} answered /models without a data list")
         return [self._model_info(item) for item in items if isinstance(item, dict)]
 
     def _model_info(self, item: dict[str, Any]) -> ModelInfo:
@@ -99,8 +99,8 @@ class _PartialCall:
 class _ChatStream:
     """The state of one streamed completion: tool-call fragments, usage, whether it ended."""
 
-    def __init__(self, wire: HttpWire) -> None:
-        self._wire = wire
+    def __init__(self, server: ModelServer) -> None:
+        self._server = server
         self._calls: dict[int, _PartialCall] = {}
         self._usage: LLMDelta | None = None
         self._finished = False
@@ -110,9 +110,9 @@ class _ChatStream:
             if data.strip() == _DONE:
                 self._finished = True
                 break
-            yield from self._chunk(self._wire.decode(data))
+            yield from self._chunk(self._server.decode(data))
         if not self._finished:
-            raise Unavailable(f"{self._wire.where}: the stream ended before the answer did")
+            raise Unavailable(f"{self._server.where}: the stream ended before the answer did")
         # Some servers repeat cumulative usage on several chunks: report the last, once,
         # and before the tool calls, since a consumer stops reading at the first call.
         if self._usage is not None:
@@ -123,7 +123,7 @@ class _ChatStream:
         if not isinstance(chunk, dict):
             return
         if chunk.get("error"):  # vLLM and others report failures inside the stream
-            raise self._wire.stream_error(chunk["error"])
+            raise self._server.reported_error(chunk["error"])
         for choice in chunk.get("choices") or ():
             if not isinstance(choice, dict) or choice.get("index", 0) != 0:
                 continue  # we never ask for n > 1

@@ -20,9 +20,10 @@ from PIL import Image
 
 from autorag.config import LLMProviderSettings
 from autorag.errors import Unavailable
+from autorag.http_client import ModelServer
 from autorag.ingest.ocr.base import EngineConfig, OcrResult
 from autorag.ingest.ocr.quality import credibility
-from autorag.llm._wire import HttpWire, is_local_url
+from autorag.llm._wire import is_local_url
 from autorag.llm.ollama import OllamaProvider
 
 PROMPT = (
@@ -55,7 +56,7 @@ def vision_prompt(instructions: str = "") -> str:
 class VisionEngine:
     name = "vision"
 
-    def __init__(self, wire: HttpWire, model: str, prompt: str) -> None:
+    def __init__(self, wire: ModelServer, model: str, prompt: str) -> None:
         self._wire = wire
         self.model = model
         self.prompt = prompt
@@ -78,8 +79,8 @@ class VisionEngine:
                 "network. Set ocr.vision_allow_hosted = true to allow it",
                 code="ocr_unavailable",
             )
-        wire = HttpWire(
-            provider.name,
+        wire = ModelServer(
+            f"LLM provider {provider.name!r}",
             base_url,
             api_key=provider.api_key.get_secret_value() if provider.api_key else None,
             timeout_s=min(provider.timeout_s, ocr.page_timeout_s),
@@ -111,7 +112,7 @@ class VisionEngine:
             if not isinstance(chunk, dict):
                 continue
             if "error" in chunk:
-                raise self._wire.stream_error(chunk["error"])
+                raise self._wire.reported_error(chunk["error"])
             parts.append(str((chunk.get("message") or {}).get("content") or ""))
             if chunk.get("done"):
                 return "".join(parts)
