@@ -18,13 +18,14 @@ from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp
 
-from autorag.embeddings._http import HttpEmbeddingProvider, RetryPolicy
+from autorag.embeddings._http import HttpEmbeddingProvider
 from autorag.embeddings.base import EmbeddingProvider, Vectors
 from autorag.embeddings.local import LocalEmbeddingProvider
 from autorag.embeddings.ollama import OllamaEmbeddingProvider
 from autorag.embeddings.openai import OpenAIEmbeddingProvider
 from autorag.embeddings.registry import EMBEDDING_PROVIDERS, get_embedding_provider
 from autorag.errors import Conflict, InvalidInput, Unavailable
+from autorag.http_client import RetryPolicy
 
 API_KEY = "sk-test-DO-NOT-LEAK-0123456789"
 DOUBLE_DIM = 8

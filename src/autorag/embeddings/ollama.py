@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autorag.embeddings._http import HttpEmbeddingProvider, RetryPolicy
+from autorag.embeddings._http import HttpEmbeddingProvider
+from autorag.http_client import RetryPolicy
 
 
 class OllamaEmbeddingProvider(HttpEmbeddingProvider):
@@ -26,7 +27,6 @@ class OllamaEmbeddingProvider(HttpEmbeddingProvider):
         super().__init__(
             model,
             url=f"{base_url.rstrip('/')}/api/embed",
-            headers={},
             batch_size=batch_size,
             timeout=timeout,
             dim=dim,

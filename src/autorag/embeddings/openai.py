@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from autorag.embeddings._http import HttpEmbeddingProvider, RetryPolicy
+from autorag.embeddings._http import HttpEmbeddingProvider
+from autorag.http_client import RetryPolicy
 
 
 class OpenAIEmbeddingProvider(HttpEmbeddingProvider):
@@ -28,12 +29,11 @@ class OpenAIEmbeddingProvider(HttpEmbeddingProvider):
         super().__init__(
             model,
             url=f"{base_url.rstrip('/')}/embeddings",
-            headers={"Authorization": f"Bearer {api_key}"} if api_key else {},
+            api_key=api_key,
             batch_size=batch_size,
             timeout=timeout,
             dim=dim,
             retry=retry,
-            secret=api_key,
         )
 
     def _request_body(self, texts: Sequence[str]) -> dict[str, Any]:
