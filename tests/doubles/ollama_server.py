@@ -23,7 +23,7 @@ import base64
 import binascii
 import hashlib
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -105,6 +105,14 @@ class ScriptedOllama(ScriptedServer):
     @property
     def base_url(self) -> str:
         return self.root_url
+
+    @staticmethod
+    def images(request: Mapping[str, Any]) -> list[bytes]:
+        return [
+            base64.b64decode(image)
+            for message in request.get("messages") or ()
+            for image in message.get("images") or ()
+        ]
 
     def app(self) -> ASGIApp:
         return Starlette(

@@ -12,13 +12,22 @@ The stream is shaped as OpenAI sends it: a role delta first, content deltas, too
 deltas (``index``, ``id``, ``function.name`` first, then ``arguments`` in several
 pieces), a chunk with ``finish_reason``, a usage chunk with empty ``choices`` when
 ``stream_options.include_usage`` is set (and ``report_usage``), then ``data: [DONE]``.
+
+A user message's ``content`` may be a list of parts, ``text`` and ``image_url`` (as
+vision models take images). As OpenAI does, the server refuses with 400, before any turn
+is played, an image in another role's message, an ``image_url`` that is not a base64
+``data:`` URL of an image type, and data that is not a PNG, JPEG, GIF or WebP image
+(this double fetches no ``http`` URLs: it refuses them too).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
+import re
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any
 
 from starlette.applications import Starlette
@@ -41,6 +50,13 @@ from tests.doubles.script import (
 )
 
 _FINGERPRINT = "fp_scripted"
+_DATA_URL = re.compile(r"data:(image/(?:png|jpeg|gif|webp));base64,(.*)", re.DOTALL)
+_MAGIC = {
+    "image/png": b"\x89PNG\r\n\x1a\n",
+    "image/jpeg": b"\xff\xd8\xff",
+    "image/gif": b"GIF8",
+    "image/webp": b"RIFF",
+}
 
 
 class ScriptedOpenAI(ScriptedServer):
@@ -71,6 +87,11 @@ class ScriptedOpenAI(ScriptedServer):
     def base_url(self) -> str:
         return f"{self.root_url}/v1"
 
+    @staticmethod
+    def images(request: Mapping[str, Any]) -> list[bytes]:
+        urls = (str(part["image_url"]["url"]) for _, _, _, part in _image_parts(request))
+        return [base64.b64decode(url.partition(",")[2]) for url in urls]
+
     def app(self) -> ASGIApp:
         return Starlette(
             routes=[
@@ -98,6 +119,8 @@ class ScriptedOpenAI(ScriptedServer):
         if (model := self.unknown_model(body)) is not None:
             message = f"The model `{model}` does not exist or you do not have access to it."
             return _error(404, message, code="model_not_found")
+        if (problem := _image_problem(body)) is not None:
+            return _error(400, problem, code="invalid_image")
         turn = await self.next_turn(body)
         if isinstance(turn, Error) and turn.after_text is None:
             return _error(turn.status, turn.message) if turn.body is None else raw_response(turn)
@@ -206,6 +229,49 @@ class _Completion:
     @staticmethod
     def _event(payload: Any) -> bytes:
         return f"data: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
+
+
+def _image_parts(request: Mapping[str, Any]) -> Iterator[tuple[int, int, str, Any]]:
+    """(message index, part index, role, part) of every content part but text."""
+    for i, message in enumerate(request.get("messages") or ()):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, part in enumerate(content if isinstance(content, list) else ()):
+            if not (isinstance(part, dict) and part.get("type") == "text"):
+                yield i, j, str(message.get("role")), part
+
+
+def _image_problem(request: Mapping[str, Any]) -> str | None:
+    """OpenAI's complaint about a request's images, if it has one."""
+    for i, j, role, part in _image_parts(request):
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind != "image_url":
+            return f"Invalid value: {kind!r}. Supported values are: 'text' and 'image_url'."
+        if role != "user":
+            return (
+                f"Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role "
+                f"'user', but this message with role '{role}' contains an image URL."
+            )
+        data = _data_url_bytes(part.get("image_url"))
+        if data is None:
+            return (
+                f"Invalid 'messages[{i}].content[{j}].image_url.url'. Expected a base64-encoded "
+                "data URL with an image MIME type (e.g. 'data:image/png;base64,"
+                "aW1nIGJ5dGVzIGhlcmU='), but got an invalid value."
+            )
+        if not any(data.startswith(magic) for magic in _MAGIC.values()):
+            return "You uploaded an unsupported image. Please make sure your image is valid."
+    return None
+
+
+def _data_url_bytes(image_url: Any) -> bytes | None:
+    url = image_url.get("url") if isinstance(image_url, dict) else None
+    match = _DATA_URL.fullmatch(url) if isinstance(url, str) else None
+    if match is None:
+        return None
+    try:
+        return base64.b64decode(match[2], validate=True)
+    except (binascii.Error, ValueError):
+        return None
 
 
 def _usage(usage: Usage) -> dict[str, int]:

@@ -56,6 +56,15 @@ def arguments_text(arguments: Mapping[str, Any] | str) -> str:
     return arguments if isinstance(arguments, str) else json.dumps(arguments)
 
 
+def message_text(content: Any) -> str:
+    """A message's text: its content, or the text parts of OpenAI's multi-part content
+    (as sent with images)."""
+    if isinstance(content, list):
+        parts = (p for p in content if isinstance(p, dict) and p.get("type") == "text")
+        return "".join(str(part.get("text") or "") for part in parts)
+    return str(content or "")
+
+
 def raw_response(error: Error) -> Response:
     """``error.body`` as the response: JSON, or plain text if it is a string."""
     if isinstance(error.body, str):
@@ -151,7 +160,7 @@ class Reply:
         if self.usage is not None:
             return self.usage
         messages = request.get("messages") or []
-        prompt = sum(len(split_tokens(str(m.get("content") or ""))) for m in messages)
+        prompt = sum(len(split_tokens(message_text(m.get("content")))) for m in messages)
         completion = len(split_tokens(self.text)) + sum(len(split_tokens(a)) for a in arguments)
         return Usage(prompt, completion)
 
@@ -266,6 +275,12 @@ class ScriptedServer(ABC):
     @abstractmethod
     def app(self) -> ASGIApp:
         """The ASGI app speaking the dialect."""
+
+    @staticmethod
+    @abstractmethod
+    def images(request: Mapping[str, Any]) -> list[bytes]:
+        """The decoded images a chat request carried, in order, however the dialect
+        sends them."""
 
     async def receive(self, request: Request, *, chat: bool = False) -> Any:
         """Record ``request``; return its JSON body (None if it has none)."""

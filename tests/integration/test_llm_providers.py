@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import socket
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +27,7 @@ from tests.doubles import (
 from autorag.config import LLMProviderSettings
 from autorag.errors import InvalidInput, Unavailable
 from autorag.llm._wire import ServerLLMProvider
-from autorag.llm.base import ChatMessage, LLMDelta, ToolCall, ToolSpec, Usage
+from autorag.llm.base import ChatImage, ChatMessage, LLMDelta, ToolCall, ToolSpec, Usage
 from autorag.llm.ollama import OllamaProvider
 from autorag.llm.openai_compat import OpenAICompatProvider
 from autorag.llm.registry import build_provider
@@ -193,6 +194,48 @@ def test_ollama_request_json() -> None:
         {"id": "call_7", "function": {"name": "rag_search", "arguments": {"query": "refund"}}}
     ]
     assert tool["role"] == "tool" and tool["tool_name"] == "rag_search"
+
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16  # a PNG's signature is all the doubles check
+LOOK = [
+    ChatMessage("system", "You read images."),
+    ChatMessage("user", "What does it say?", images=(ChatImage(base64.b64encode(PNG).decode()),)),
+]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_images_and_temperature_reach_the_server(dialect: Dialect) -> None:
+    with dialect.serve([Text("It says hello.")]) as server:
+        deltas = list(dialect.connect(server).stream_chat(LOOK, temperature=0))
+    assert _text(deltas) == "It says hello."
+    [sent] = server.requests
+    assert server.images(sent) == [PNG]
+    sampling = sent["options"] if dialect is OLLAMA else sent
+    assert sampling["temperature"] == 0
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_no_images_and_no_temperature_send_neither(dialect: Dialect) -> None:
+    with dialect.serve([Text("Hi.")]) as server:
+        list(dialect.connect(server).stream_chat(QUESTION))
+    [sent] = server.requests
+    assert server.images(sent) == [] and "temperature" not in sent and "options" not in sent
+    assert sent["messages"] == [{"role": "user", "content": QUESTION[0].content}]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_an_image_the_server_cannot_read_is_refused(dialect: Dialect) -> None:
+    broken = [ChatMessage("user", "Read it.", images=(ChatImage("not base64!"),))]
+    with dialect.serve([Text("unseen")]) as server, pytest.raises(InvalidInput) as caught:
+        list(dialect.connect(server).stream_chat(broken))
+    assert "refused the request (HTTP 400" in caught.value.message
+    assert server.requests[0]["model"] == "test-model"
+
+
+def test_openai_refuses_images_outside_user_messages() -> None:
+    image = LOOK[1].images
+    with ScriptedOpenAI() as server, pytest.raises(InvalidInput, match="only allowed for"):
+        list(OPENAI.connect(server).stream_chat([ChatMessage("system", "x", images=image)]))
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)

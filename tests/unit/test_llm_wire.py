@@ -19,7 +19,7 @@ from autorag.llm._wire import (
     openai_tools,
     parse_arguments,
 )
-from autorag.llm.base import ChatMessage, LLMDelta, ToolCall, ToolSpec, Usage
+from autorag.llm.base import ChatImage, ChatMessage, LLMDelta, ToolCall, ToolSpec, Usage
 from autorag.llm.extractive import ExtractiveProvider
 from autorag.llm.ollama import OllamaProvider
 from autorag.llm.openai_compat import OpenAICompatProvider, _ChatStream, sse_data
@@ -126,6 +126,33 @@ def test_ollama_messages_have_object_arguments_and_tool_names() -> None:
         "content": "[1] Refunds within 30 days.",
         "tool_name": "rag_search",
     }
+
+
+PAGE = ChatMessage(
+    "user", "Transcribe this.", images=(ChatImage("iVBORw0K"), ChatImage("/9j/4AAQ", "image/jpeg"))
+)
+
+
+def test_openai_messages_send_images_as_data_url_parts() -> None:
+    assert openai_messages([PAGE]) == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Transcribe this."},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0K"}},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AAQ"}},
+            ],
+        }
+    ]
+    [only_image] = openai_messages([ChatMessage("user", images=PAGE.images[:1])])
+    assert [part["type"] for part in only_image["content"]] == ["image_url"]
+
+
+def test_ollama_messages_send_images_as_bare_base64() -> None:
+    assert ollama_messages([PAGE]) == [
+        {"role": "user", "content": "Transcribe this.", "images": ["iVBORw0K", "/9j/4AAQ"]}
+    ]
+    assert "images" not in ollama_messages(CONVERSATION)[1]
 
 
 def test_tools_are_plain_json() -> None:

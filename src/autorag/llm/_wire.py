@@ -46,7 +46,7 @@ def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     as ``tool`` messages answering a ``tool_call_id``."""
     converted: list[dict[str, Any]] = []
     for message in messages:
-        item: dict[str, Any] = {"role": message.role, "content": message.content}
+        item: dict[str, Any] = {"role": message.role, "content": _openai_content(message)}
         if message.tool_calls:
             item["tool_calls"] = [
                 {
@@ -62,13 +62,29 @@ def openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     return converted
 
 
+def _openai_content(message: ChatMessage) -> str | list[dict[str, Any]]:
+    """The text, or with images the content parts: the text, then each image as a
+    ``data:`` URL (servers that cannot fetch URLs still read those)."""
+    if not message.images:
+        return message.content
+    text = [{"type": "text", "text": message.content}] if message.content else []
+    images = [
+        {"type": "image_url", "image_url": {"url": f"data:{image.media_type};base64,{image.data}"}}
+        for image in message.images
+    ]
+    return text + images
+
+
 def ollama_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
-    """``messages`` as Ollama's native chat JSON: arguments are objects, and a tool result
-    names its tool (``tool_name``), since Ollama matches results by name, not by id."""
+    """``messages`` as Ollama's native chat JSON: arguments are objects, a tool result
+    names its tool (``tool_name``), since Ollama matches results by name, not by id, and
+    images go in ``images`` as bare base64 (Ollama reads their type from the bytes)."""
     names: dict[str, str] = {}
     converted: list[dict[str, Any]] = []
     for message in messages:
         item: dict[str, Any] = {"role": message.role, "content": message.content}
+        if message.images:
+            item["images"] = [image.data for image in message.images]
         if message.tool_calls:
             item["tool_calls"] = [
                 {"id": c.id, "function": {"name": c.name, "arguments": plain(c.arguments)}}
@@ -251,6 +267,7 @@ class ServerLLMProvider(ABC):
         *,
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
+        temperature: float | None = None,
     ) -> Generator[LLMDelta, None, None]: ...
 
     @abstractmethod

@@ -13,6 +13,7 @@ from typing import Any, Literal, Protocol
 from autorag.models import Citation
 
 Role = Literal["system", "user", "assistant", "tool"]
+ImageType = Literal["image/png", "image/jpeg"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,14 @@ class ToolSpec:
 
 
 @dataclass(frozen=True)
+class ChatImage:
+    """An image for a vision model to look at: the file's bytes in base64."""
+
+    data: str
+    media_type: ImageType = "image/png"
+
+
+@dataclass(frozen=True)
 class ChatMessage:
     role: Role
     content: str = ""
@@ -37,6 +46,9 @@ class ChatMessage:
     tool_call_id: str | None = None
     # Structured sources a tool returned; providers that cannot read prose use these.
     citations: tuple[Citation, ...] = field(default=())
+    # Images the message shows (a user message, for a vision model); each provider sends
+    # them its server's way.
+    images: tuple[ChatImage, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -90,13 +102,18 @@ class LLMProvider(Protocol):
         *,
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
+        temperature: float | None = None,
     ) -> Iterator[LLMDelta]:
         """Stream one decision. Raises ``Unavailable`` when the server cannot be reached
-        or fails, before or during the stream."""
+        or fails, before or during the stream. ``temperature`` None: the server's own."""
         ...
 
     def list_models(self) -> list[ModelInfo]:
         """The models on offer; raises ``Unavailable`` when the server cannot be reached."""
+        ...
+
+    def close(self) -> None:
+        """Release pooled connections; the provider reconnects if used again."""
         ...
 
 

@@ -66,6 +66,7 @@ class ExtractiveProvider:
         *,
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
+        temperature: float | None = None,
     ) -> Iterator[LLMDelta]:
         question, results, used = _turn(messages)
         if messages and messages[0].content.startswith(PLAN_INSTRUCTION):
@@ -83,6 +84,9 @@ class ExtractiveProvider:
 
     def list_models(self) -> list[ModelInfo]:
         return [ModelInfo(id=self.default_model, provider=self.name, local=True)]
+
+    def close(self) -> None:
+        """Nothing to release: no server, no connections."""
 
 
 def _plan(question: str) -> str:

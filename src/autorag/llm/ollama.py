@@ -39,12 +39,15 @@ class OllamaProvider(ServerLLMProvider):
         *,
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
+        temperature: float | None = None,
     ) -> Generator[LLMDelta, None, None]:
         body: dict[str, Any] = {
             "model": model or self.default_model,
             "messages": ollama_messages(messages),
             "stream": True,
         }
+        if temperature is not None:
+            body["options"] = {"temperature": temperature}
         if tools:
             body["tools"] = openai_tools(tools)
         with self._server.stream_lines("/api/chat", body) as lines:

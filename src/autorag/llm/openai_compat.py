@@ -46,6 +46,7 @@ class OpenAICompatProvider(ServerLLMProvider):
         *,
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
+        temperature: float | None = None,
     ) -> Generator[LLMDelta, None, None]:
         body: dict[str, Any] = {
             "model": model or self.default_model,
@@ -53,6 +54,8 @@ class OpenAICompatProvider(ServerLLMProvider):
             "stream": True,
             "stream_options": {"include_usage": True},
         }
+        if temperature is not None:
+            body["temperature"] = temperature
         if tools:
             body["tools"] = openai_tools(tools)
         with self._server.stream_lines("/chat/completions", body) as lines:
