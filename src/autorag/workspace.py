@@ -69,6 +69,11 @@ class Workspace:
         return self.uploads_dir / ".incoming"
 
     @property
+    def attachments_dir(self) -> Path:
+        """Chat attachments waiting for their job to read them (removed once read)."""
+        return self.data_dir / "attachments"
+
+    @property
     def refresh_lock_file(self) -> Path:
         return self.data_dir / "refresh.lock"
 

@@ -1129,7 +1129,7 @@ def _attachment_file(world: World) -> dict[str, Any]:
 def _attach(world: World, credential: str | None, workspace: str, chat_id: int) -> int:
     path = f"/api/workspaces/{workspace}/chats/{chat_id}/attachments"
     response = world.call("POST", path, credential, files=_attachment_file(world))
-    assert response.status_code == 201, response.text
+    assert response.status_code == 202, response.text
     attachment_id: int = response.json()["id"]
     world.chats.files.setdefault(chat_id, set()).add(attachment_id)
     return attachment_id
@@ -1150,7 +1150,7 @@ def _new_attachment(cell: Cell) -> Params:
 def _new_attachment_check(cell: Cell, response: httpx.Response) -> None:
     attachment = response.json()
     assert (attachment["name"], attachment["type"]) == ("attached.txt", "txt")
-    assert attachment["chunks"] >= 1
+    assert (attachment["status"], attachment["chunks"]) == ("processing", 0)  # a job reads it
     chat_id = int(response.request.url.path.split("/")[-2])
     cell.world.chats.files.setdefault(chat_id, set()).add(attachment["id"])
 
@@ -1173,6 +1173,13 @@ def _doomed_attachment(cell: Cell) -> Params:
     else:
         chat_id, attachment_id = _kept_attachment(world, _kept_chat_workspace(cell))
     return {"chatId": chat_id, "attachmentId": attachment_id}, {}
+
+
+def _attachment_check(cell: Cell, response: httpx.Response) -> None:
+    attachment = response.json()
+    *_, chat, _, wanted = response.request.url.path.split("/")
+    assert attachment["id"] == int(wanted) and attachment["name"] == "attached.txt"
+    assert attachment["id"] in cell.world.chats.files[int(chat)]
 
 
 def _doomed_attachment_check(cell: Cell, response: httpx.Response) -> None:
@@ -1756,7 +1763,7 @@ ENDPOINTS = [
         "POST",
         WS + "/chats/{chatId}/attachments",
         "chat:use",
-        201,
+        202,
         workspace="path",
         takes_id=True,
         send=_new_attachment,
@@ -1771,6 +1778,16 @@ ENDPOINTS = [
         takes_id=True,
         send=_chat_path,
         check=_attachments_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/chats/{chatId}/attachments/{attachmentId}",
+        "chat:use",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_doomed_attachment,  # the caller's own new file, or the admin's kept one
+        check=_attachment_check,
     ),
     Endpoint(
         "DELETE",

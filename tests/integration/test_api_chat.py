@@ -221,16 +221,27 @@ def test_abort_mid_stream_frees_the_slot(api: Api) -> None:
     threading.Event().wait(0)
 
 
+def attach(api: Api, chat_id: int, name: str, data: bytes) -> dict[str, Any]:
+    """Attach a file as a client does: 202 ``processing``, then polled until read."""
+    path = f"/api/workspaces/default/chats/{chat_id}/attachments"
+    accepted = api.call("POST", path, files={"file": (name, data, "application/octet-stream")})
+    assert accepted.status_code == 202, accepted.text
+    attachment: dict[str, Any] = accepted.json()
+    assert attachment["status"] == "processing" and attachment["chunks"] == 0
+    deadline = time.monotonic() + 60
+    while attachment["status"] == "processing" and time.monotonic() < deadline:
+        time.sleep(0.1)
+        attachment = api.call("GET", f"{path}/{attachment['id']}").json()
+    return attachment
+
+
 def test_a_file_attached_to_a_chat_is_answered_from_there_only(api: Api, tmp_path: Any) -> None:
     chat_id = stream(api, {"message": QUESTION}).done["chatId"]
     note = "The submarine Nautilus was launched from the Lisbon yard in 1911.\n"
-    upload = api.call(
-        "POST",
-        f"/api/workspaces/default/chats/{chat_id}/attachments",
-        files={"file": ("nautilus.txt", note.encode(), "text/plain")},
-    )
-    assert upload.status_code == 201, upload.text
-    assert upload.json()["name"] == "nautilus.txt" and upload.json()["chunks"] == 1
+    attached = attach(api, chat_id, "nautilus.txt", note.encode())
+    assert attached["status"] == "ready", attached
+    assert attached["name"] == "nautilus.txt" and attached["chunks"] == 1
+    assert attached["reason"] is None and attached["message"] is None
     answered = stream(api, {"message": "Where was the Nautilus launched?", "chatId": chat_id})
     assert "Lisbon" in answered.text
     (citations,) = answered.of("citations")
@@ -258,8 +269,15 @@ def test_bad_attachments_are_refused_with_reasons(api: Api) -> None:
     assert empty.status_code == 400
     exe = api.call("POST", path, files={"file": ("tool.exe", b"MZ\x90\x00", "application/x")})
     assert exe.status_code == 415
-    broken = api.call("POST", path, files={"file": ("broken.pdf", b"%PDF-1.4 garbage", "x")})
-    assert broken.status_code in (400, 415) and broken.json()["detail"]
+    # Refused when read: the job marks it failed with the reason, the chat keeps it listed.
+    broken = attach(api, chat_id, "broken.pdf", b"%PDF-1.4 garbage")
+    assert broken["status"] == "failed" and broken["chunks"] == 0, broken
+    assert broken["reason"] == "corrupt" and "broken.pdf" in broken["message"]
+    assert [a["status"] for a in api.call("GET", path).json()] == ["failed"]
+    answered = stream(api, {"message": "What does the broken file say?", "chatId": chat_id})
+    assert answered.done["chatId"] == chat_id
+    missing = api.call("GET", f"{path}/{broken['id'] + 1000}")
+    assert missing.status_code == 404
 
 
 def test_agent_config_is_validated_and_applied(api: Api) -> None:

@@ -199,12 +199,11 @@ def test_uploads_are_capped_by_the_upload_limit_not_the_body_limit(api: Api) -> 
     path = f"/api/workspaces/default/chats/{api.chat_id}/attachments"
     text = "".join(f"Line {n} of a long transcript about tides.\n" for n in range(2000))
     assert len(text) > BODY_KB * 1024  # over the JSON cap, under the upload one
-    parsed = api.call("POST", path, files={"file": ("long.txt", text.encode(), "text/plain")})
-    # Read and parsed (the body cap let it through), then refused by the attachment's
-    # own bound on chunks, before embedding: it is not stored.
-    assert parsed.status_code == 413, parsed.text
-    assert "too much text" in parsed.json()["detail"]
-    assert all(a["name"] != "long.txt" for a in api.call("GET", path).json())
+    taken = api.call("POST", path, files={"file": ("long.txt", text.encode(), "text/plain")})
+    # Received and checked (the body cap let it through); its job reads it later, held to
+    # the attachment's own bound on chunks (tests/integration/test_chat_skills.py).
+    assert taken.status_code == 202, taken.text
+    assert taken.json()["status"] == "processing"
     huge = api.call(
         "POST",
         path,
@@ -241,4 +240,4 @@ def test_an_attachment_over_the_page_cap_is_refused_before_parsing(
     lines = ["The harbour ledger closes at the end of March every year.", "Audit in May."]
     few = write_pdf(tmp_path / "few.pdf", [" ".join(lines * 4)] * MAX_PAGES)
     accepted = api.call("POST", path, files={"file": ("few.pdf", few.read_bytes(), "x")})
-    assert accepted.status_code == 201, accepted.text
+    assert accepted.status_code == 202, accepted.text

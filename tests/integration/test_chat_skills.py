@@ -3,6 +3,7 @@ embedding model."""
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +16,14 @@ from autorag.agent.skills.attachments import NO_ATTACHMENTS, DocumentTempProcess
 from autorag.agent.skills.base import SkillContext
 from autorag.agent.skills.memory import WorkspaceMemory
 from autorag.chat.attachments import (
+    ATTACHMENT_JOB,
+    abandon_attachment,
     attach_file,
     delete_attachment,
+    get_attachment,
     list_attachments,
+    read_attachment,
+    receive_attachment,
     search_attachments,
 )
 from autorag.chat.memory import (
@@ -30,11 +36,13 @@ from autorag.chat.memory import (
 from autorag.context import AppContext, open_context
 from autorag.errors import InvalidInput, NotFound, PayloadTooLarge, UnsupportedMediaType
 from autorag.ingest.minsync import refresh
+from autorag.jobs.worker import WorkerPool
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.models import (
     ChatAttachmentChunkRow,
     ChatAttachmentRow,
     ChatRow,
+    JobRow,
     WorkspaceMemoryRow,
     utcnow,
 )
@@ -272,3 +280,121 @@ def test_document_temp_process_skill(app: AppContext) -> None:
         skill.run({"query": "submarine", "attachment": "other.pdf"}, _context(app, chat))
     with pytest.raises(InvalidInput, match="query"):
         skill.run({"query": " "}, _context(app, chat))
+
+
+# -- attachments read by a job -------------------------------------------------------
+def _received(tmp_path: Path, data: bytes) -> Path:
+    """A file as the API's multipart receiver leaves it: a temporary name, no type."""
+    path = tmp_path / f"incoming-{len(list(tmp_path.iterdir()))}"
+    path.write_bytes(data)
+    return path
+
+
+def _run_jobs(app: AppContext) -> None:
+    """Run the workspace's queued attachment jobs on a real worker pool, to the end."""
+    pool = WorkerPool(app, workers=1)
+    pool.run_queued(kinds=[ATTACHMENT_JOB], workspace_id=app.info.id, tick=lambda: None)
+
+
+def _jobs(app: AppContext) -> list[tuple[str, str | None]]:
+    query = select(JobRow.status, JobRow.error).where(JobRow.kind == ATTACHMENT_JOB)
+    with app.catalog.engine.connect() as conn:
+        return [tuple(r) for r in conn.execute(query.order_by(JobRow.id)).all()]
+
+
+def test_a_received_attachment_is_kept_privately_and_read_by_its_job(
+    app: AppContext, tmp_path: Path
+) -> None:
+    chat = _chat(app)
+    skill = DocumentTempProcess()
+    received = _received(tmp_path, SUBMARINE.encode())
+    waiting = receive_attachment(app, chat, "fleet.txt", received)
+    assert (waiting.status, waiting.chunks, waiting.name) == ("processing", 0, "fleet.txt")
+    assert not received.exists()
+    (kept,) = app.workspace.attachments_dir.iterdir()
+    assert kept.suffix == ".txt" and kept.read_bytes() == SUBMARINE.encode()
+    assert stat.S_IMODE(kept.stat().st_mode) == 0o600
+    assert stat.S_IMODE(app.workspace.attachments_dir.stat().st_mode) == 0o700
+    # Asked before the job ran: the answer can say the file is not read yet.
+    early = skill.run({"query": "Quillfeather submarine"}, _context(app, chat))
+    assert early.citations == []
+    assert "fleet.txt: still being read" in early.content
+    _run_jobs(app)
+    ready = get_attachment(app, chat, waiting.id)
+    assert (ready.status, ready.chunks, ready.error_code) == ("ready", 1, None)
+    assert not kept.exists()  # read: only its chunks remain
+    found = skill.run({"query": "Quillfeather submarine"}, _context(app, chat))
+    assert "Port Ellery" in found.content and "Not searched" not in found.content
+    assert _jobs(app)[-1] == ("done", None)
+
+
+def test_an_attachment_that_cannot_be_read_fails_with_its_reason(
+    app: AppContext, tmp_path: Path
+) -> None:
+    chat = _chat(app)
+    broken = receive_attachment(
+        app, chat, "broken.pdf", _received(tmp_path, b"%PDF-1.4\nthis is no pdf at all")
+    )
+    lines = "".join(f"Line {n} of a long transcript about tides.\n" for n in range(2000))
+    long = receive_attachment(app, chat, "long.txt", _received(tmp_path, lines.encode()))
+    pages = app.settings.ocr.max_pages
+    app.settings.ocr.max_pages = 2  # at most 10 chunks
+    try:
+        _run_jobs(app)
+    finally:
+        app.settings.ocr.max_pages = pages
+    failed = get_attachment(app, chat, broken.id)
+    assert (failed.status, failed.error_code, failed.chunks) == ("failed", "corrupt", 0)
+    assert failed.error is not None and "broken.pdf" in failed.error
+    too_long = get_attachment(app, chat, long.id)
+    assert (too_long.status, too_long.error_code) == ("failed", "payload_too_large")
+    assert too_long.error is not None and "too much text" in too_long.error
+    assert list(app.workspace.attachments_dir.iterdir()) == []
+    assert [status for status, _ in _jobs(app)[-2:]] == ["failed", "failed"]
+    said = DocumentTempProcess().run({"query": "tides"}, _context(app, chat))
+    assert "broken.pdf: could not be read (cannot read the attachment broken.pdf" in said.content
+
+
+def test_what_is_cheap_to_check_is_refused_in_the_request(app: AppContext, tmp_path: Path) -> None:
+    chat = _chat(app)
+    pdf_bytes = write_pdf(tmp_path / "r.pdf", REFUNDS).read_bytes()
+    refusals: list[tuple[str, bytes, type[Exception]]] = [
+        ("empty.txt", b"", InvalidInput),
+        ("tool.exe", b"MZ\x90\x00", UnsupportedMediaType),
+        ("letter.docx", pdf_bytes, UnsupportedMediaType),
+    ]
+    for name, data, error in refusals:
+        received = _received(tmp_path, data)
+        with pytest.raises(error):
+            receive_attachment(app, chat, name, received)
+        assert not received.exists()  # consumed either way
+    with pytest.raises(NotFound):
+        receive_attachment(app, 10**9, "a.txt", _received(tmp_path, b"text"))
+    assert list_attachments(app, chat) == []
+    assert list(app.workspace.attachments_dir.iterdir()) == []
+
+
+def test_an_attachment_deleted_or_abandoned_before_its_job_leaves_nothing(
+    app: AppContext, tmp_path: Path
+) -> None:
+    chat = _chat(app)
+    doomed = receive_attachment(app, chat, "a.txt", _received(tmp_path, SUBMARINE.encode()))
+    delete_attachment(app, chat, doomed.id)
+    _run_jobs(app)  # the job finds its attachment gone: it only removes the kept file
+    assert list(app.workspace.attachments_dir.iterdir()) == []
+    assert list_attachments(app, chat) == []
+    stuck = receive_attachment(app, chat, "b.txt", _received(tmp_path, SUBMARINE.encode()))
+    abandon_attachment(app, {"attachment_id": stuck.id, "file": _kept_name(app)})
+    crashed = get_attachment(app, chat, stuck.id)
+    assert (crashed.status, crashed.error_code) == ("failed", "processing_crashed")
+    assert list(app.workspace.attachments_dir.iterdir()) == []
+    for bad in ({"attachment_id": stuck.id, "file": "../autorag.db"}, {"file": "x"}):
+        with pytest.raises(InvalidInput, match="attachment job"):
+            read_attachment(app, bad)
+    _run_jobs(app)  # its queued job then finds it no longer processing
+    assert get_attachment(app, chat, stuck.id).status == "failed"
+
+
+def _kept_name(app: AppContext) -> str:
+    (kept,) = app.workspace.attachments_dir.iterdir()
+    return kept.name

@@ -10,34 +10,53 @@ a workspace document's id, yet distinct per file (the per-document citation cap 
 deduplication of grounding count each file on its own). ``chunk_id`` is the attachment
 chunk's id, and ``paragraph`` is 0, since attachment chunks do not record one.
 
-An attachment is parsed and embedded inside its request, so it is held to the bounds of
-an upload and to a page cap: ``server.max_upload_mb`` bytes, the ingest size and zip
-limits, and ``ocr.max_pages`` pages (the page bound a document has). A PDF's pages are
-counted before it is parsed; any file is refused before embedding when it yields more
-than ``CHUNKS_PER_PAGE`` chunks a page allowed. Refusals are 413 problems.
+Over HTTP an attachment is read by a background job, as an upload is: the request checks
+what is cheap to check (the chat, the name and type, the size, the content against the
+type, a PDF's page count), keeps the file in ``.autorag/attachments/`` and queues the
+job; the attachment is ``processing`` until the job makes it ``ready`` or ``failed`` with
+the reason. :func:`attach_file` reads one at once (no job) for callers that wait anyway.
+
+The bounds are an upload's and a page cap: ``server.max_upload_mb`` bytes, the ingest
+size and zip limits, and ``ocr.max_pages`` pages (the page bound a document has). A
+PDF's pages are counted before it is parsed; any file is refused before embedding when
+it yields more than ``CHUNKS_PER_PAGE`` chunks a page allowed.
 """
 
 from __future__ import annotations
 
 import math
+import os
+import re
+import secrets
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from sqlalchemy import Engine, delete, func, insert, select
+from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql import ColumnElement
 
+from autorag.auth.private_files import make_private_dir
 from autorag.context import AppContext
 from autorag.embeddings.base import Vectors
-from autorag.errors import InvalidInput, NotFound, PayloadTooLarge, UnsupportedMediaType
+from autorag.errors import (
+    AutoragError,
+    InvalidInput,
+    NotFound,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+)
 from autorag.ingest.chunker import chunk_document
 from autorag.ingest.guards import human_size
 from autorag.ingest.parsers import ParseError, parse_file
 from autorag.ingest.pipeline import embedding_text
 from autorag.ingest.uploads import sanitize_filename, sniff, upload_type
+from autorag.jobs import queue
 from autorag.models import Chunk, Citation, ParsedDocument
 from autorag.retrieval.fusion import Fused, rank_fused, rrf_fuse
 from autorag.retrieval.stemming import stems
@@ -49,8 +68,11 @@ from autorag.store.catalog.models import (
 )
 
 SOURCE_PREFIX = "chat-attachment:"
+ATTACHMENT_JOB = "chat_attachment"
 # A dense page is about 3,000 characters: three or four chunks at the default size.
 CHUNKS_PER_PAGE = 5
+# How a kept file is named: random, with the type as its extension (parsers go by it).
+_KEPT_NAME = re.compile(r"[0-9a-f]{32}\.[a-z]{2,4}")
 
 
 @dataclass(frozen=True)
@@ -62,6 +84,9 @@ class AttachmentInfo:
     size: int  # bytes
     chunks: int
     created_at: datetime
+    status: str = "ready"  # processing | ready | failed
+    error_code: str | None = None  # when failed: empty_file, corrupt, too_large, ...
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -77,18 +102,113 @@ class _StoredChunk:
 
 # -- attaching ------------------------------------------------------------------------
 def attach_file(app: AppContext, chat_id: int, name: str, data: bytes) -> AttachmentInfo:
-    """Parse ``data`` as the file ``name`` and make it searchable in chat ``chat_id``."""
+    """Read ``data`` as the file ``name`` now and make it searchable in chat ``chat_id``."""
     _require_chat(app, chat_id)
+    filename, doc_type = _checked_name(app, name, len(data))
+    incoming = make_private_dir(app.workspace.incoming_uploads_dir)
+    with tempfile.TemporaryDirectory(dir=incoming) as folder:
+        path = Path(folder) / f"{secrets.token_hex(16)}.{doc_type}"
+        path.write_bytes(data)
+        _check_file(app, filename, doc_type, path)
+        chunks, vectors = _read(app, filename, doc_type, path)
+    row = {"chat_id": chat_id, "name": filename, "doc_type": doc_type, "size": len(data)}
+    try:
+        with app.catalog.engine.begin() as conn:
+            attachment_id = _insert(conn, row, status="ready")
+            _insert_chunks(conn, attachment_id, chunks, vectors)
+    except IntegrityError as exc:  # the chat was deleted while the file was read
+        raise NotFound(f"chat {chat_id} not found") from exc
+    return get_attachment(app, chat_id, attachment_id)
+
+
+def receive_attachment(app: AppContext, chat_id: int, name: str, path: Path) -> AttachmentInfo:
+    """Check the file received at ``path`` (the client called it ``name``), keep it and
+    queue the job that reads it: the attachment is ``processing`` until that job ends.
+
+    ``path`` is consumed: moved into ``.autorag/attachments/`` or removed when refused.
+    """
+    try:
+        _require_chat(app, chat_id)
+        filename, doc_type = _checked_name(app, name, path.stat().st_size)
+        folder = make_private_dir(app.workspace.attachments_dir)
+        kept = folder / f"{secrets.token_hex(16)}.{doc_type}"
+        os.replace(path, kept)
+        kept.chmod(0o600)  # the owner's alone, whoever wrote it
+    finally:
+        path.unlink(missing_ok=True)
+    row = {"chat_id": chat_id, "name": filename, "doc_type": doc_type, "size": kept.stat().st_size}
+    try:
+        _check_file(app, filename, doc_type, kept)
+        with app.catalog.engine.begin() as conn:
+            attachment_id = _insert(conn, row, status="processing")
+            payload = {"attachment_id": attachment_id, "file": kept.name}
+            queue.enqueue(conn, app.info.id, ATTACHMENT_JOB, payload=payload)
+    except BaseException as exc:
+        kept.unlink(missing_ok=True)
+        if isinstance(exc, IntegrityError):  # the chat was deleted meanwhile
+            raise NotFound(f"chat {chat_id} not found") from exc
+        raise
+    return get_attachment(app, chat_id, attachment_id)
+
+
+def read_attachment(app: AppContext, payload: Mapping[str, Any]) -> AttachmentInfo | None:
+    """The job: read the kept file, store its chunks, and mark the attachment ``ready``,
+    or ``failed`` with the reason. None when the attachment was deleted meanwhile.
+
+    The kept file is removed either way; a job killed half way runs again from the start.
+    """
+    attachment_id, kept = _job_target(app, payload)
+    try:
+        row = _info(app.catalog.engine, attachment_id)
+        if row is None or row.status != "processing":
+            return None
+        try:
+            chunks, vectors = _read(app, row.name, row.doc_type, kept)
+        except AutoragError as exc:
+            _fail(app.catalog.engine, attachment_id, exc.code, exc.message)
+        except Exception as exc:  # a parser bug: the attachment says so, the worker logs
+            message = f"reading {row.name} failed ({type(exc).__name__})"
+            _fail(app.catalog.engine, attachment_id, "processing_error", message)
+            raise
+        else:
+            if not _complete(app.catalog.engine, attachment_id, chunks, vectors):
+                return None
+        return _info(app.catalog.engine, attachment_id)
+    finally:
+        kept.unlink(missing_ok=True)
+
+
+def abandon_attachment(app: AppContext, payload: Mapping[str, Any]) -> None:
+    """Its job stopped the server too often: the attachment failed, its file goes."""
+    attachment_id, kept = _job_target(app, payload)
+    kept.unlink(missing_ok=True)
+    message = "reading this file stopped the server several times; attach it again"
+    _fail(app.catalog.engine, attachment_id, "processing_crashed", message)
+
+
+def _job_target(app: AppContext, payload: Mapping[str, Any]) -> tuple[int, Path]:
+    attachment_id, name = payload.get("attachment_id"), payload.get("file")
+    if not isinstance(attachment_id, int) or not isinstance(name, str):
+        raise InvalidInput("an attachment job names no attachment", code="bad_job")
+    if not _KEPT_NAME.fullmatch(name):  # never a path: only a name this module made
+        raise InvalidInput("an attachment job names no kept file", code="bad_job")
+    return attachment_id, app.workspace.attachments_dir / name
+
+
+def _checked_name(app: AppContext, name: str, size: int) -> tuple[str, str]:
+    """The sanitised name and its type (415 for a type uploads do not accept)."""
     filename = sanitize_filename(name)
-    doc_type = upload_type(filename)  # 415 for a type uploads do not accept
-    _check_size(app, filename, len(data))
-    parsed = _parse(app, filename, doc_type, data)
-    ingest = app.settings.ingest
-    chunks = chunk_document(parsed, chunk_size=ingest.chunk_size, overlap=ingest.chunk_overlap)
-    _check_chunks(app, filename, len(chunks))
-    title = parsed.title or Path(filename).stem
-    vectors = app.embedder.embed([embedding_text(title, c.text) for c in chunks])
-    return _store(app, chat_id, filename, doc_type, len(data), chunks, vectors)
+    doc_type = upload_type(filename)
+    _check_size(app, filename, size)
+    return filename, doc_type
+
+
+def _check_file(app: AppContext, filename: str, doc_type: str, path: Path) -> None:
+    """What is cheap to check before reading: the content matches the type, a PDF's
+    page count is within bounds."""
+    sniff(path, doc_type, app.indexer.limits)
+    if doc_type == "pdf":
+        _check_pages(app, filename, pdf_pages(path))
 
 
 def _check_size(app: AppContext, filename: str, size: int) -> None:
@@ -138,22 +258,21 @@ def pdf_pages(path: Path) -> int | None:
         document.close()
 
 
-def _parse(app: AppContext, filename: str, doc_type: str, data: bytes) -> ParsedDocument:
-    """Sniff and parse through a temporary file, as uploads are (parsers read files)."""
-    limits = app.indexer.limits
-    incoming = app.workspace.incoming_uploads_dir
-    incoming.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=incoming) as folder:
-        # The sniffer picks its checks by a lower-case extension equal to the type.
-        path = Path(folder) / f"{Path(filename).stem}.{doc_type}"
-        path.write_bytes(data)
-        sniff(path, doc_type, limits)
-        if doc_type == "pdf":
-            _check_pages(app, filename, pdf_pages(path))
-        try:
-            parsed = parse_file(path, limits=limits)
-        except ParseError as exc:
-            raise _parse_failure(filename, exc) from exc
+def _read(app: AppContext, filename: str, doc_type: str, path: Path) -> tuple[list[Chunk], Vectors]:
+    """Parse, chunk and embed the checked file at ``path`` (named by its type)."""
+    parsed = _parse(app, filename, path)
+    ingest = app.settings.ingest
+    chunks = chunk_document(parsed, chunk_size=ingest.chunk_size, overlap=ingest.chunk_overlap)
+    _check_chunks(app, filename, len(chunks))
+    title = parsed.title or Path(filename).stem
+    return chunks, app.embedder.embed([embedding_text(title, c.text) for c in chunks])
+
+
+def _parse(app: AppContext, filename: str, path: Path) -> ParsedDocument:
+    try:
+        parsed = parse_file(path, limits=app.indexer.limits)
+    except ParseError as exc:
+        raise _parse_failure(filename, exc) from exc
     _check_pages(app, filename, parsed.pages)  # slides, sheets: counted by their parser
     if parsed.needs_ocr:
         raise InvalidInput(
@@ -172,31 +291,22 @@ def _parse_failure(filename: str, exc: ParseError) -> InvalidInput:
     return InvalidInput(message, code=exc.reason)  # corrupt, empty, zip_bomb, unreadable
 
 
-def _store(
-    app: AppContext,
-    chat_id: int,
-    filename: str,
-    doc_type: str,
-    size: int,
-    chunks: Sequence[Chunk],
-    vectors: Vectors,
-) -> AttachmentInfo:
-    now = utcnow()
-    values = {"chat_id": chat_id, "name": filename, "doc_type": doc_type, "size": size}
-    try:
-        with app.catalog.engine.begin() as conn:
-            attachment_id = conn.execute(
-                insert(ChatAttachmentRow)
-                .values(**values, created_at=now)
-                .returning(ChatAttachmentRow.id)
-            ).scalar_one()
-            conn.execute(
-                insert(ChatAttachmentChunkRow),
-                [_chunk_row(attachment_id, c, v) for c, v in zip(chunks, vectors, strict=True)],
-            )
-    except IntegrityError as exc:  # the chat was deleted while the file was parsed
-        raise NotFound(f"chat {chat_id} not found") from exc
-    return AttachmentInfo(attachment_id, chat_id, filename, doc_type, size, len(chunks), now)
+# -- storing --------------------------------------------------------------------------
+def _insert(conn: Connection, values: Mapping[str, object], *, status: str) -> int:
+    statement = (
+        insert(ChatAttachmentRow)
+        .values(**values, status=status, created_at=utcnow())
+        .returning(ChatAttachmentRow.id)
+    )
+    return int(conn.execute(statement).scalar_one())
+
+
+def _insert_chunks(
+    conn: Connection, attachment_id: int, chunks: Sequence[Chunk], vectors: Vectors
+) -> None:
+    rows = [_chunk_row(attachment_id, c, v) for c, v in zip(chunks, vectors, strict=True)]
+    if rows:
+        conn.execute(insert(ChatAttachmentChunkRow), rows)
 
 
 def _chunk_row(attachment_id: int, chunk: Chunk, vector: Vectors) -> dict[str, object]:
@@ -209,10 +319,67 @@ def _chunk_row(attachment_id: int, chunk: Chunk, vector: Vectors) -> dict[str, o
     }
 
 
+def _complete(
+    engine: Engine, attachment_id: int, chunks: Sequence[Chunk], vectors: Vectors
+) -> bool:
+    """Store the chunks and mark the attachment ready; False if it was deleted meanwhile."""
+    try:
+        with engine.begin() as conn:
+            if not _set_status(conn, attachment_id, "ready"):
+                return False
+            _insert_chunks(conn, attachment_id, chunks, vectors)
+    except IntegrityError:  # deleted (with its chat) between the update and the insert
+        return False
+    return True
+
+
+def _fail(engine: Engine, attachment_id: int, code: str, message: str) -> None:
+    with engine.begin() as conn:
+        _set_status(conn, attachment_id, "failed", code=code, message=message)
+
+
+def _set_status(
+    conn: Connection,
+    attachment_id: int,
+    status: str,
+    *,
+    code: str | None = None,
+    message: str | None = None,
+) -> bool:
+    statement = (
+        update(ChatAttachmentRow)
+        .where(ChatAttachmentRow.id == attachment_id, ChatAttachmentRow.status == "processing")
+        .values(status=status, error_code=code, error=message)
+    )
+    return bool(conn.execute(statement).rowcount)
+
+
 # -- listing and deleting -------------------------------------------------------------
 def list_attachments(app: AppContext, chat_id: int) -> list[AttachmentInfo]:
-    """The chat's attachments, oldest first, with their chunk counts."""
+    """The chat's attachments, oldest first, with their status and chunk counts."""
     _require_chat(app, chat_id)
+    return _infos(app.catalog.engine, ChatAttachmentRow.chat_id == chat_id)
+
+
+def get_attachment(app: AppContext, chat_id: int, attachment_id: int) -> AttachmentInfo:
+    """One attachment of the chat; ``NotFound`` unless it is in this chat."""
+    _require_chat(app, chat_id)
+    found = _infos(
+        app.catalog.engine,
+        ChatAttachmentRow.chat_id == chat_id,
+        ChatAttachmentRow.id == attachment_id,
+    )
+    if not found:
+        raise NotFound(f"attachment {attachment_id} not found in chat {chat_id}")
+    return found[0]
+
+
+def _info(engine: Engine, attachment_id: int) -> AttachmentInfo | None:
+    found = _infos(engine, ChatAttachmentRow.id == attachment_id)
+    return found[0] if found else None
+
+
+def _infos(engine: Engine, *where: ColumnElement[bool]) -> list[AttachmentInfo]:
     row = ChatAttachmentRow
     query = (
         select(
@@ -223,15 +390,32 @@ def list_attachments(app: AppContext, chat_id: int) -> list[AttachmentInfo]:
             row.size,
             func.count(ChatAttachmentChunkRow.id),
             row.created_at,
+            row.status,
+            row.error_code,
+            row.error,
         )
         .outerjoin(ChatAttachmentChunkRow, ChatAttachmentChunkRow.attachment_id == row.id)
-        .where(ChatAttachmentRow.chat_id == chat_id)
-        .group_by(ChatAttachmentRow.id)
-        .order_by(ChatAttachmentRow.id)
+        .where(*where)
+        .group_by(row.id)
+        .order_by(row.id)
     )
-    with app.catalog.engine.connect() as conn:
+    with engine.connect() as conn:
         rows = conn.execute(query).all()
-    return [AttachmentInfo(*r[:5], int(r[5]), _aware(r[6])) for r in rows]
+    return [
+        AttachmentInfo(
+            id=r.id,
+            chat_id=r.chat_id,
+            name=r.name,
+            doc_type=r.doc_type,
+            size=r.size,
+            chunks=int(r[5]),
+            created_at=_aware(r.created_at),
+            status=r.status,
+            error_code=r.error_code,
+            error=r.error,
+        )
+        for r in rows
+    ]
 
 
 def has_attachments(app: AppContext, chat_id: int) -> bool:

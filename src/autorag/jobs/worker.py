@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from autorag.chat.attachments import ATTACHMENT_JOB, abandon_attachment, read_attachment
 from autorag.context import AppContext
 from autorag.errors import AutoragError, NotFound
 from autorag.ingest.ocr.service import ocr_wanted, plan_ocr, run_ocr_job
@@ -171,6 +172,7 @@ class WorkerPool:
             UPLOAD_JOB: self._process_upload,
             REEMBED_JOB: self._reembed,
             OCR_JOB: self._ocr,
+            ATTACHMENT_JOB: self._read_attachment,
         }
 
     # -- lifecycle --------------------------------------------------------------------
@@ -332,6 +334,16 @@ class WorkerPool:
         scoped.dirty = True
         return failure
 
+    def _read_attachment(self, job: queue.Job) -> str | None:
+        # No workspace lock: a chat attachment touches neither documents nor vectors.
+        scoped = self._scope(job.workspace_id)
+        if scoped is None:
+            return None
+        info = read_attachment(scoped.context, job.payload)
+        if info is not None and info.status == "failed":
+            return f"{info.error_code}: {info.error}"
+        return None
+
     def _reembed(self, job: queue.Job) -> str | None:
         scoped = self._scope(job.workspace_id)
         if scoped is None:
@@ -401,6 +413,12 @@ class WorkerPool:
             except Exception:
                 log.exception("optimizing the vectors of workspace %d failed", workspace_id)
 
+    def _abandon_attachment(self, job: queue.Job) -> None:
+        try:
+            abandon_attachment(self.context, job.payload)
+        except AutoragError as exc:
+            log.warning("job %d: %s", job.id, exc.message)
+
     def _requeue_stale(self) -> None:
         self._last_requeue = time.monotonic()
         engine = self.context.catalog.engine
@@ -410,7 +428,9 @@ class WorkerPool:
             log.exception("re-queueing stale jobs failed")
             return
         for job in report.abandoned:
-            if job.document_id is not None:
+            if job.kind == ATTACHMENT_JOB:
+                self._abandon_attachment(job)
+            elif job.document_id is not None:
                 set_status(
                     engine,
                     job.document_id,

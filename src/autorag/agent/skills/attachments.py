@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from autorag.agent.skills.base import SkillContext, SkillResult
 from autorag.agent.skills.rag_search import format_tool_result
-from autorag.chat.attachments import has_attachments, list_attachments, search_attachments
+from autorag.chat.attachments import (
+    AttachmentInfo,
+    has_attachments,
+    list_attachments,
+    search_attachments,
+)
 from autorag.errors import InvalidInput
 from autorag.llm.base import ToolSpec
 
@@ -54,21 +59,36 @@ class DocumentTempProcess:
         if not isinstance(query, str) or not query.strip():
             raise InvalidInput("document_temp_process needs a non-empty 'query' string")
         context.require("chat:use", "document_temp_process")
-        names = [a.name for a in list_attachments(context.app, context.chat_id)]
-        if not names:
+        listed = list_attachments(context.app, context.chat_id)
+        if not listed:
             return SkillResult(NO_ATTACHMENTS, status="No attachments")
+        name = _attachment(arguments, [a.name for a in listed])
+        unread = [a for a in listed if a.status != "ready" and name in (None, a.name)]
         citations = search_attachments(
             context.app,
             context.chat_id,
             query.strip(),
             context.k,
-            name=_attachment(arguments, names),
+            name=name,
             first_number=context.first_citation_number,
         )
         content = format_tool_result(citations) if citations else "No matching passages."
+        if unread:
+            content = f"{content}\n\n{_not_searched(unread)}"
         return SkillResult(
             content, citations, status=f"Searched attachments: {len(citations)} passages"
         )
+
+
+def _not_searched(unread: Sequence[AttachmentInfo]) -> str:
+    """What the search could not cover yet, so the answer can say so."""
+    lines = ["Not searched:"]
+    for item in unread:
+        if item.status == "processing":
+            lines.append(f"- {item.name}: still being read; ask again in a moment")
+        else:
+            lines.append(f"- {item.name}: could not be read ({item.error or item.error_code})")
+    return "\n".join(lines)
 
 
 def _attachment(arguments: Mapping[str, Any], names: list[str]) -> str | None:

@@ -14,7 +14,7 @@ from autorag.agent.config import AgentConfig
 from autorag.api.auth import Principal, PrincipalDep, require
 from autorag.api.deps import AppDep, WorkspaceDep
 from autorag.api.routes.chat import ChatId, ServiceDep
-from autorag.api.routes.documents import MAX_ID, receive_upload
+from autorag.api.routes.documents import MAX_ID, PoolDep, receive_upload
 from autorag.auth.service import custom_instructions, set_custom_instructions
 from autorag.chat import attachments, memory, store
 from autorag.context import AppContext
@@ -66,6 +66,9 @@ class AttachmentOut(BaseModel):
     name: str
     type: str
     size: int
+    status: str  # processing (being read) | ready (searchable in its chat) | failed
+    reason: str | None  # stable code when failed: corrupt, needs_ocr, payload_too_large, …
+    message: str | None  # why it failed, in words
     chunks: int
     createdAt: datetime
 
@@ -152,22 +155,21 @@ def _memory(entry: memory.MemoryEntry) -> MemoryOut:
 
 
 # -- chat attachments ----------------------------------------------------------------------------
-@router.post(WS + "/chats/{chatId}/attachments", status_code=201, response_model=AttachmentOut)
+@router.post(WS + "/chats/{chatId}/attachments", status_code=202, response_model=AttachmentOut)
 async def attach(
-    principal: ChatUse, chat_id: ChatId, request: Request, context: WorkspaceDep
+    principal: ChatUse, chat_id: ChatId, request: Request, context: WorkspaceDep, pool: PoolDep
 ) -> AttachmentOut:
-    """Attach a file (``multipart/form-data``, field ``file``) to this chat only: parsed
-    and searchable by the agent here (skill ``document_temp_process``), never indexed."""
+    """Attach a file (``multipart/form-data``, field ``file``) to this chat only, never
+    indexed. 202 with the attachment ``processing``: a background job reads it, then it
+    is ``ready`` (searchable by the agent here, skill ``document_temp_process``) or
+    ``failed`` with the reason; poll ``GET …/attachments/{attachmentId}``."""
     await run_in_threadpool(_own_chat, context, principal, chat_id)
     limit = int(context.settings.server.max_upload_mb * 1024**2)
     received = await receive_upload(request, context.workspace.incoming_uploads_dir, limit)
-    try:
-        data = await run_in_threadpool(received.path.read_bytes)
-    finally:
-        received.path.unlink(missing_ok=True)
     info = await run_in_threadpool(
-        attachments.attach_file, context, chat_id, received.filename, data
+        attachments.receive_attachment, context, chat_id, received.filename, received.path
     )
+    pool.notify()
     return _attachment(info)
 
 
@@ -179,13 +181,25 @@ def list_attachments(
     return [_attachment(a) for a in attachments.list_attachments(context, chat_id)]
 
 
+AttachmentId = Annotated[int, Path(alias="attachmentId", ge=1, le=MAX_ID)]
+
+
+@router.get(WS + "/chats/{chatId}/attachments/{attachmentId}", response_model=AttachmentOut)
+def get_attachment(
+    principal: ChatUse, chat_id: ChatId, attachment_id: AttachmentId, context: WorkspaceDep
+) -> AttachmentOut:
+    """One attachment: its status (``processing``, ``ready`` or ``failed``) and size."""
+    _own_chat(context, principal, chat_id)
+    return _attachment(attachments.get_attachment(context, chat_id, attachment_id))
+
+
 @router.delete(
     WS + "/chats/{chatId}/attachments/{attachmentId}", status_code=204, response_class=Response
 )
 def delete_attachment(
     principal: ChatUse,
     chat_id: ChatId,
-    attachment_id: Annotated[int, Path(alias="attachmentId", ge=1, le=MAX_ID)],
+    attachment_id: AttachmentId,
     context: WorkspaceDep,
 ) -> None:
     _own_chat(context, principal, chat_id)
@@ -202,6 +216,9 @@ def _attachment(info: attachments.AttachmentInfo) -> AttachmentOut:
         name=info.name,
         type=info.doc_type,
         size=info.size,
+        status=info.status,
+        reason=info.error_code,
+        message=info.error,
         chunks=info.chunks,
         createdAt=info.created_at,
     )

@@ -18,7 +18,7 @@ from autorag.errors import InvalidInput, Unavailable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Bump with every new migration: lets start-up skip Alembic when the schema is current.
-SCHEMA_HEAD = "0012"
+SCHEMA_HEAD = "0013"
 # The folder whose secret key seals what this catalog keeps encrypted (a workspace's
 # ``.autorag/``), for catalogs that are not a SQLite file inside it.
 _DATA_DIRS: weakref.WeakKeyDictionary[Engine, Path] = weakref.WeakKeyDictionary()

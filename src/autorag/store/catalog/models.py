@@ -231,7 +231,7 @@ class WorkspaceMemoryRow(Base):
 
 
 class ChatAttachmentRow(Base):
-    """A file attached to one chat: parsed and searchable there, never indexed."""
+    """A file attached to one chat: read by a job, then searchable there, never indexed."""
 
     __tablename__ = "chat_attachments"
 
@@ -240,6 +240,10 @@ class ChatAttachmentRow(Base):
     name: Mapped[str] = mapped_column(Text)
     doc_type: Mapped[str] = mapped_column(String(16))
     size: Mapped[int] = mapped_column(BigInteger, default=0)
+    # processing (its job reads it), ready (searchable) or failed (error_code, error)
+    status: Mapped[str] = mapped_column(String(16), default="ready", server_default="ready")
+    error_code: Mapped[str | None] = mapped_column(String(64))
+    error: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
