@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import re
+import select
 import signal
 import stat
 import subprocess
 import sys
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -200,19 +199,66 @@ def test_rank_uses_local_name_note_and_shared_profile(path: Path) -> None:
 
 
 # -- atomic write under SIGKILL ----------------------------------------------------------------
+# The writer makes whole writes, then stops inside one more at a named point and says so on
+# stdout; the test kills it there. No timing decides where the kill lands.
 _WRITER = """
-import sys
+import os, sys, tempfile, time
 from pathlib import Path
 from autorag.p2p.registry import PeerRegistry
-registry = PeerRegistry(Path(sys.argv[1]))
-print("ready", flush=True)
-i = int(sys.argv[2])
-while True:
+
+path, stop_at = Path(sys.argv[1]), sys.argv[4]
+first, whole_writes = int(sys.argv[2]), int(sys.argv[3])
+registry = PeerRegistry(path)
+for i in range(first, first + whole_writes):
     registry.set_note("p000", f"{i}:" + "x" * 1990)
-    i += 1
+
+def stop(point):
+    print(point, flush=True)
+    while True:
+        time.sleep(60)  # until the SIGKILL
+
+real_mkstemp, real_fdopen, real_replace = tempfile.mkstemp, os.fdopen, os.replace
+temp_fds = []
+
+class HalfWrite:
+    # The temp file's handle: writes half the document, flushes it, then stops.
+    def __init__(self, handle):
+        self.handle = handle
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        return self.handle.__exit__(*exc)
+    def write(self, data):
+        self.handle.write(data[: len(data) // 2])
+        self.handle.flush()
+        stop("half-written")
+
+def mkstemp(*args, **kwargs):
+    fd, name = real_mkstemp(*args, **kwargs)
+    if stop_at == "created":
+        stop(stop_at)  # the temp file exists, empty
+    temp_fds.append(fd)
+    return fd, name
+
+def fdopen(fd, *args, **kwargs):
+    handle = real_fdopen(fd, *args, **kwargs)
+    return HalfWrite(handle) if stop_at == "half-written" and fd in temp_fds else handle
+
+def replace(src, dst):
+    if stop_at == "written":
+        stop(stop_at)  # the temp file is whole and synced, not yet renamed
+    real_replace(src, dst)
+    if stop_at == "renamed":
+        stop(stop_at)  # renamed, the folder not yet synced
+
+tempfile.mkstemp, os.fdopen, os.replace = mkstemp, fdopen, replace
+registry.set_note("p000", f"{first + whole_writes}:" + "x" * 1990)
 """
 _PEERS = 300
 _NOTE = re.compile(r"\d+:x{1990}")
+# Where the writer is killed, and whether the file then holds the new note (else the old one).
+_KILL_POINTS = [("created", False), ("half-written", False), ("written", False), ("renamed", True)]
+_WHOLE_WRITES = 12
 
 
 def _seed_registry(path: Path) -> None:
@@ -222,36 +268,43 @@ def _seed_registry(path: Path) -> None:
     path.chmod(0o600)
 
 
-def _check_whole(path: Path) -> None:
-    document = json.loads(path.read_text())  # never a torn file
+def _check_whole(path: Path) -> str:
+    """The note of p000 in a whole registry file (never a torn one)."""
+    document = json.loads(path.read_text())
     assert len(document["peers"]) == _PEERS
-    assert _NOTE.fullmatch(document["peers"]["p000"]["description"])
+    note: str = document["peers"]["p000"]["description"]
+    assert _NOTE.fullmatch(note)
+    return note
 
 
-def test_a_writer_killed_mid_write_leaves_the_old_or_the_new_file(path: Path) -> None:
+@pytest.mark.parametrize(("point", "new_file"), _KILL_POINTS, ids=[p for p, _ in _KILL_POINTS])
+def test_a_writer_killed_mid_write_leaves_the_old_or_the_new_file(
+    path: Path, point: str, new_file: bool
+) -> None:
     _seed_registry(path)
-    rng = random.Random(6)
-    killed_mid_write = 0
-    for round_number in range(20):
-        writer = subprocess.Popen(
-            [sys.executable, "-c", _WRITER, str(path), str(round_number * 1000)],
-            stdout=subprocess.PIPE,
-        )
-        assert writer.stdout is not None and writer.stdout.readline() == b"ready\n"
-        deadline = time.monotonic() + rng.uniform(0.05, 0.3)
-        while time.monotonic() < deadline:
-            _check_whole(path)  # readers see whole files while the writer runs
+    first = 1000
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _WRITER, str(path), str(first), str(_WHOLE_WRITES), point],
+        stdout=subprocess.PIPE,
+    )
+    assert writer.stdout is not None
+    try:
+        # Readers see whole files all the while the writer runs, up to where it stops.
+        while not select.select([writer.stdout], [], [], 0)[0]:
+            _check_whole(path)
+        assert writer.stdout.readline() == f"{point}\n".encode(), "the writer did not stop"
+        temp_files = list(path.parent.glob(".simplex-peers.json.*.tmp"))
+        assert bool(temp_files) is not new_file  # stopped inside the write, before the rename
+    finally:
         os.kill(writer.pid, signal.SIGKILL)
         writer.wait()
         writer.stdout.close()
-        _check_whole(path)
-        killed_mid_write += any(path.parent.glob(".simplex-peers.json.*.tmp"))
-        if killed_mid_write >= 3:
-            break
-    assert killed_mid_write, "no kill landed mid-write"
+    last_whole = first + _WHOLE_WRITES - 1
+    expected = last_whole + 1 if new_file else last_whole
+    assert _check_whole(path) == f"{expected}:" + "x" * 1990
     PeerRegistry(path).set_note("p001", "after")  # the next writer clears stale temp files
     assert not list(path.parent.glob(".simplex-peers.json.*.tmp"))
-    _check_whole(path)
+    assert _check_whole(path) == f"{expected}:" + "x" * 1990
 
 
 # -- the CLI -----------------------------------------------------------------------------------
