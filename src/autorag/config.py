@@ -171,7 +171,7 @@ class OcrSettings(BaseModel):
     # Results below either score wait for an admin's approval before they are indexed.
     review_below_quality: float = Field(default=0.75, ge=0, le=1)
     review_below_credibility: float = Field(default=0.6, ge=0, le=1)
-    # The vision engine: a [[llm.providers]] name (kind "ollama") and a vision model.
+    # The vision engine: a [[llm.providers]] name (any kind) and a vision model it serves.
     vision_provider: str | None = None
     vision_model: str | None = None
     vision_max_pages: int = Field(default=50, ge=1)  # per document

@@ -2,7 +2,8 @@
 worker pool (Tesseract, the real embedding model), then searched.
 
 Covers scanned, mixed and turned PDFs, images, the review workflow, the vision engine
-against an Ollama double on loopback, and every kind of bad input.
+against an Ollama and an OpenAI-compatible double on loopback, and every kind of bad
+input.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import io
 import secrets
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from PIL import Image
 from pypdf import PdfWriter
-from tests.doubles import ScriptedOllama, Text
+from tests.doubles import ScriptedOllama, ScriptedOpenAI, ScriptedServer, Text
 from tests.ocr_samples import (
     char_accuracy,
     image_bytes,
@@ -55,7 +57,7 @@ VISION_TEXT = "Quarterly tariff sheet: freight to Quillhaven costs 42 credits pe
 class Env:
     context: AppContext
     pool: WorkerPool
-    ollama: ScriptedOllama
+    vision: ScriptedServer  # the model server of the vision provider
     root: Path
 
     def upload(self, name: str, content: bytes, ocr_mode: str = "auto") -> int:
@@ -116,14 +118,14 @@ class Env:
         return [hit.document_id for hit in hits]
 
 
-@pytest.fixture(scope="module")
-def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
-    root = tmp_path_factory.mktemp("ocr-jobs") / "kb"
+@contextmanager
+def _running(root: Path, vision: ScriptedServer, kind: str) -> Iterator[Env]:
+    """A workspace whose vision provider, of ``kind``, is the ``vision`` double."""
     workspace = init_workspace(root)
-    with ScriptedOllama(default=Text(""), models=["ocr-vision"]) as ollama:
+    with vision:
         context = open_context(
             workspace,
-            llm={"providers": [{"name": "box", "kind": "ollama", "base_url": ollama.base_url}]},
+            llm={"providers": [{"name": "box", "kind": kind, "base_url": vision.base_url}]},
             ocr={
                 "max_pages": 4,
                 "vision_provider": "box",
@@ -134,15 +136,29 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         pool = WorkerPool(context, workers=2, poll_interval=0.1)
         pool.start()
         try:
-            yield Env(context, pool, ollama, root)
+            yield Env(context, pool, vision, root)
         finally:
             pool.stop()
             context.close()
 
 
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    ollama = ScriptedOllama(default=Text(""), models=["ocr-vision"])
+    with _running(tmp_path_factory.mktemp("ocr-jobs") / "kb", ollama, "ollama") as env:
+        yield env
+
+
+@pytest.fixture(scope="module")
+def openai_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
+    server = ScriptedOpenAI(default=Text(""), models=["ocr-vision"])
+    with _running(tmp_path_factory.mktemp("ocr-openai") / "kb", server, "openai") as env:
+        yield env
+
+
 @pytest.fixture(autouse=True)
 def _quiet_vision(env: Env) -> None:
-    env.ollama.reset([])  # answers nothing (empty text) unless a test scripts it
+    env.vision.reset([])  # answers nothing (empty text) unless a test scripts it
 
 
 def _pdf_bytes(pages: list[Image.Image]) -> bytes:
@@ -271,7 +287,7 @@ def test_a_rejected_read_is_never_indexed(env: Env) -> None:
     assert document_id not in env.search("Vkcd qwrtz")
 
 
-# -- the vision engine against the Ollama double -------------------------------------------
+# -- the vision engine against the model server doubles --------------------------------
 def test_vision_mode_reads_pages_through_ollama(env: Env) -> None:
     ws.update_settings(
         env.context.catalog, env.context.info, {"ocr_instructions": "Keep tariff tables."}
@@ -280,7 +296,7 @@ def test_vision_mode_reads_pages_through_ollama(env: Env) -> None:
         "<|ref|>title<|/ref|><|det|>[[40, 30, 900, 80]]<|/det|>\n"
         f"{VISION_TEXT}\n<|ref|>text<|/ref|><|det|>[[40, 90, 900, 120]]<|/det|>"
     )
-    env.ollama.reset([Text(grounded)])
+    env.vision.reset([Text(grounded)])
     pages = [page_image(["A tariff sheet"]), page_image(["A second sheet"])]
     document_id = env.upload("tariffs.pdf", _pdf_bytes(pages), "vision")
     assert env.settle(document_id).status == "ready"
@@ -289,7 +305,7 @@ def test_vision_mode_reads_pages_through_ollama(env: Env) -> None:
     assert [(p.status, p.engine) for p in results] == [("done", "vision"), ("skipped", None)]
     assert results[0].text == VISION_TEXT
     assert "vision page cap" in (results[1].reason or "")
-    [request] = env.ollama.requests
+    [request] = env.vision.requests
     assert request["model"] == "ocr-vision"
     system, user = request["messages"]
     assert system["role"] == "system" and system["content"].endswith("Keep tariff tables.")
@@ -298,8 +314,26 @@ def test_vision_mode_reads_pages_through_ollama(env: Env) -> None:
     assert document_id in env.search("Quillhaven freight crate")
 
 
+def test_vision_mode_reads_pages_through_an_openai_compatible_model(openai_env: Env) -> None:
+    env = openai_env
+    env.vision.reset([Text(VISION_TEXT.replace("Quillhaven", "Ashcombe"))])
+    document_id = env.upload("tariffs.png", image_bytes(page_image(["A tariff"]), "PNG"), "vision")
+    assert env.settle(document_id).status == "ready"
+    [page] = store.pages(env.context.catalog.engine, env.job(document_id).id)
+    assert (page.status, page.engine) == ("done", "vision")
+    assert "Ashcombe costs 42 credits" in (page.text or "")
+    [request] = env.vision.requests
+    assert request["model"] == "ocr-vision" and request["temperature"] == 0
+    system, user = request["messages"]
+    assert system["role"] == "system" and system["content"].startswith("You are an OCR engine")
+    assert [part["type"] for part in user["content"]] == ["text", "image_url"]
+    [png] = env.vision.images(request)
+    assert Image.open(io.BytesIO(png)).format == "PNG"
+    assert document_id in env.search("Ashcombe freight crate")
+
+
 def test_auto_turns_to_vision_when_the_local_read_is_poor(env: Env) -> None:
-    env.ollama.reset([Text(VISION_TEXT.replace("Quillhaven", "Brightmoor"))])
+    env.vision.reset([Text(VISION_TEXT.replace("Quillhaven", "Brightmoor"))])
     lines = [line.replace("X", "Q") for line in GARBLE]
     document_id = env.upload("poor.png", image_bytes(page_image(lines), "PNG"))
     assert env.settle(document_id).status == "ready"

@@ -13,6 +13,9 @@ from autorag.config import LLMProviderSettings, LLMSettings, OcrSettings
 from autorag.errors import InvalidInput, Unavailable
 from autorag.ingest.ocr.base import EngineConfig, OcrResult, build_engine, local_engine
 from autorag.ingest.ocr.reader import Bar, Readers, upright
+from autorag.ingest.ocr.vision import VisionEngine
+from autorag.llm.ollama import OllamaProvider
+from autorag.llm.openai_compat import OpenAICompatProvider
 
 BAR = Bar(quality=0.75, credibility=0.6)
 
@@ -104,6 +107,8 @@ def _vision_config(**ocr: object) -> EngineConfig:
         LLMProviderSettings(name="box", kind="ollama", base_url="http://127.0.0.1:9"),
         LLMProviderSettings(name="cloud", kind="ollama", base_url="https://ollama.example.com"),
         LLMProviderSettings(name="oai", kind="openai", base_url="http://127.0.0.1:9/v1"),
+        LLMProviderSettings(name="gpt", kind="openai"),  # api.openai.com
+        LLMProviderSettings(name="odd", kind="anthropic", base_url="http://127.0.0.1:9"),
     ]
     return EngineConfig(OcrSettings.model_validate(ocr), LLMSettings(providers=providers))
 
@@ -113,17 +118,29 @@ def _vision_config(**ocr: object) -> EngineConfig:
     [
         ({}, "vision OCR is not configured"),
         ({"vision_provider": "nope", "vision_model": "m"}, "'nope' is not one of"),
-        ({"vision_provider": "oai", "vision_model": "m"}, "of kind 'openai', not 'ollama'"),
+        ({"vision_provider": "odd", "vision_model": "m"}, "'odd': .* unknown kind 'anthropic'"),
         ({"vision_provider": "cloud", "vision_model": "m"}, "page images would leave"),
+        ({"vision_provider": "gpt", "vision_model": "m"}, "page images would leave"),
     ],
 )
-def test_vision_needs_a_local_ollama_provider(ocr: dict[str, str], message: str) -> None:
-    with pytest.raises(Unavailable, match=message):
+def test_vision_needs_a_local_provider_of_a_known_kind(ocr: dict[str, str], message: str) -> None:
+    with pytest.raises(Unavailable, match=message) as caught:
         build_engine("vision", _vision_config(**ocr))
+    assert caught.value.code == "ocr_unavailable"
 
 
-def test_a_hosted_vision_provider_needs_an_explicit_yes() -> None:
-    config = _vision_config(vision_provider="cloud", vision_model="m", vision_allow_hosted=True)
+@pytest.mark.parametrize(
+    ("name", "provider"), [("box", OllamaProvider), ("oai", OpenAICompatProvider)]
+)
+def test_vision_speaks_through_any_llm_provider(name: str, provider: type[object]) -> None:
+    engine = build_engine("vision", _vision_config(vision_provider=name, vision_model="m"))
+    assert isinstance(engine, VisionEngine) and isinstance(engine.provider, provider)
+    assert (engine.name, engine.provider.name, engine.model) == ("vision", name, "m")
+
+
+@pytest.mark.parametrize("name", ["cloud", "gpt"])
+def test_a_hosted_vision_provider_needs_an_explicit_yes(name: str) -> None:
+    config = _vision_config(vision_provider=name, vision_model="m", vision_allow_hosted=True)
     assert build_engine("vision", config).name == "vision"
 
 

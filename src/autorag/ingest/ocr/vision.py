@@ -1,11 +1,13 @@
-"""The vision engine: each page image goes to a vision model on an Ollama server
-(``POST /api/chat`` with the PNG in ``images``), whose transcription is the page's text.
+"""The vision engine: each page image goes, as a PNG in a chat message, to a vision model
+behind one of ``[[llm.providers]]`` (named by ``ocr.vision_provider``), whose
+transcription is the page's text.
 
-The server is one of ``[[llm.providers]]`` (kind ``ollama``), named by
-``ocr.vision_provider``; the transport, its timeouts and its error messages are the LLM
-layer's. Models that ground their output (DeepSeek-OCR and kin) wrap it in
-``<|ref|>…<|/ref|><|det|>[[x, y, …]]<|/det|>``: those tags and what they hold are
-stripped. A model reports no confidence, so the text's credibility stands in for it.
+The provider is built as chat builds it, so any kind works: Ollama's native API (the
+image in ``images``) or any OpenAI-compatible server (an ``image_url`` part); the
+transport, its timeouts and its error messages are the provider's. Models that ground
+their output (DeepSeek-OCR and kin) wrap it in ``<|ref|>…<|/ref|><|det|>[[x, y, …]]<|/det|>``:
+those tags and what they hold are stripped. A model reports no confidence, so the text's
+credibility stands in for it.
 """
 
 from __future__ import annotations
@@ -13,18 +15,16 @@ from __future__ import annotations
 import base64
 import io
 import re
-from collections.abc import Iterable
-from typing import Any, Self
+from typing import Self
 
 from PIL import Image
 
 from autorag.config import LLMProviderSettings
-from autorag.errors import Unavailable
-from autorag.http_client import ModelServer
+from autorag.errors import InvalidInput, Unavailable
 from autorag.ingest.ocr.base import EngineConfig, OcrResult
 from autorag.ingest.ocr.quality import credibility
-from autorag.llm._wire import is_local_url
-from autorag.llm.ollama import OllamaProvider
+from autorag.llm.base import ChatImage, ChatMessage, LLMProvider
+from autorag.llm.registry import build_provider
 
 PROMPT = (
     "You are an OCR engine. Transcribe all the text in the image exactly as written, in "
@@ -56,8 +56,8 @@ def vision_prompt(instructions: str = "") -> str:
 class VisionEngine:
     name = "vision"
 
-    def __init__(self, wire: ModelServer, model: str, prompt: str) -> None:
-        self._wire = wire
+    def __init__(self, provider: LLMProvider, model: str, prompt: str) -> None:
+        self.provider = provider
         self.model = model
         self.prompt = prompt
 
@@ -70,66 +70,41 @@ class VisionEngine:
                 "name) and ocr.vision_model",
                 code="ocr_unavailable",
             )
-        provider = _provider(config.llm.providers, ocr.vision_provider)
-        base_url = provider.base_url or OllamaProvider.default_base_url
-        local = provider.local if provider.local is not None else is_local_url(base_url)
-        if not local and not ocr.vision_allow_hosted:
+        settings = _provider_settings(config.llm.providers, ocr.vision_provider)
+        # A page waits at most page_timeout_s, however patient the provider is with chat.
+        timeout_s = min(settings.timeout_s, ocr.page_timeout_s)
+        try:
+            provider = build_provider(settings.model_copy(update={"timeout_s": timeout_s}))
+        except InvalidInput as exc:
+            message = f"ocr.vision_provider {settings.name!r}: {exc.message}"
+            raise Unavailable(message, code="ocr_unavailable") from exc
+        if not provider.local and not ocr.vision_allow_hosted:
             raise Unavailable(
                 f"LLM provider {provider.name!r} is hosted: page images would leave this "
                 "network. Set ocr.vision_allow_hosted = true to allow it",
                 code="ocr_unavailable",
             )
-        wire = ModelServer(
-            f"LLM provider {provider.name!r}",
-            base_url,
-            api_key=provider.api_key.get_secret_value() if provider.api_key else None,
-            timeout_s=min(provider.timeout_s, ocr.page_timeout_s),
-            not_found_hint=OllamaProvider.not_found_hint,
-        )
-        return cls(wire, ocr.vision_model, vision_prompt(config.instructions))
+        return cls(provider, ocr.vision_model, vision_prompt(config.instructions))
 
     def recognize(self, image: Image.Image) -> OcrResult:
-        body = {
-            "model": self.model,
-            "stream": True,
-            "options": {"temperature": 0},
-            "messages": [
-                {"role": "system", "content": self.prompt},
-                {"role": "user", "content": USER_TEXT, "images": [png_base64(image)]},
-            ],
-        }
+        page = ChatImage(png_base64(image), "image/png")
+        messages = [
+            ChatMessage("system", self.prompt),
+            ChatMessage("user", USER_TEXT, images=(page,)),
+        ]
         try:
-            with self._wire.stream_lines("/api/chat", body) as lines:
-                text = strip_grounding(self._content(lines))
+            deltas = self.provider.stream_chat(messages, model=self.model, temperature=0)
+            text = strip_grounding("".join(delta.text for delta in deltas))
         finally:
-            self._wire.close()  # one page a call, seconds apart: nothing to pool
+            self.provider.close()  # one page a call, seconds apart: nothing to pool
         return OcrResult(text, credibility(text))
 
-    def _content(self, lines: Iterable[str]) -> str:
-        parts: list[str] = []
-        for line in lines:
-            chunk: Any = self._wire.decode(line) if line.strip() else None
-            if not isinstance(chunk, dict):
-                continue
-            if "error" in chunk:
-                raise self._wire.reported_error(chunk["error"])
-            parts.append(str((chunk.get("message") or {}).get("content") or ""))
-            if chunk.get("done"):
-                return "".join(parts)
-        raise Unavailable(f"{self._wire.where}: the stream ended before the page did")
 
-
-def _provider(providers: list[LLMProviderSettings], name: str) -> LLMProviderSettings:
+def _provider_settings(providers: list[LLMProviderSettings], name: str) -> LLMProviderSettings:
     found = next((p for p in providers if p.name == name), None)
     if found is None:
         raise Unavailable(
             f"ocr.vision_provider {name!r} is not one of [[llm.providers]]",
-            code="ocr_unavailable",
-        )
-    if found.kind != "ollama":
-        raise Unavailable(
-            f"vision OCR speaks Ollama's native API: provider {name!r} is of kind "
-            f"{found.kind!r}, not 'ollama'",
             code="ocr_unavailable",
         )
     return found
