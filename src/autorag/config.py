@@ -91,6 +91,10 @@ class ServerSettings(BaseModel):
     max_body_kb: int = Field(default=1024, ge=16)
     # Background document processing threads; 0: leave jobs to `autorag worker` processes.
     workers: int = Field(default=2, ge=0, le=64)
+    # Searches computed at once over HTTP (others wait their turn without a thread); 0:
+    # one per CPU core, at least 2. More threads than cores only fight over them and keep
+    # the event loop (and /healthz) waiting for the interpreter lock.
+    search_threads: int = Field(default=0, ge=0, le=64)
     cors_origins: list[str] = Field(default_factory=list)  # CORS is off unless listed
     token_ttl_minutes: int = Field(default=60, ge=1)
     login_attempts_per_minute: int = Field(default=10, ge=1)

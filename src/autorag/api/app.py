@@ -13,6 +13,7 @@ from starlette.concurrency import run_in_threadpool
 from threadpoolctl import threadpool_limits
 
 from autorag import __version__
+from autorag.api.deps import search_slots
 from autorag.api.errors import install_error_handlers
 from autorag.api.middleware import BodyLimit, SecurityHeaders
 from autorag.api.routes import (
@@ -58,6 +59,7 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
             pool = WorkerPool(context, workers=context.settings.server.workers)
             app.state.workers = pool
             app.state.chat = chat_service = ChatService.for_context(context)
+            app.state.search_limiter = search_slots(context.settings.server.search_threads)
             pool.start()
             chat_service.router.start_polling(context.settings.llm.poll_seconds)
             try:

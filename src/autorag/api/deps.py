@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated
 
+from anyio import CapacityLimiter
 from fastapi import Depends, Path, Request
 
 from autorag.context import AppContext
@@ -26,3 +28,16 @@ def workspace_context(
 
 
 WorkspaceDep = Annotated[AppContext, Depends(workspace_context)]
+
+
+def search_slots(threads: int) -> CapacityLimiter:
+    """The limiter of HTTP searches: ``threads`` at once, or one per core (at least 2)."""
+    return CapacityLimiter(threads or max(2, os.cpu_count() or 2))
+
+
+def search_limiter(request: Request) -> CapacityLimiter:
+    limiter: CapacityLimiter = request.app.state.search_limiter
+    return limiter
+
+
+SearchSlots = Annotated[CapacityLimiter, Depends(search_limiter)]

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
+from anyio import to_thread
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from autorag.api.auth import Principal, require
-from autorag.api.deps import WorkspaceDep
+from autorag.api.deps import SearchSlots, WorkspaceDep
 from autorag.api.routes.dlp import workspace_dlp
+from autorag.context import AppContext
 from autorag.dlp.scanner import ScanResult
 from autorag.dlp.service import DlpSession
 from autorag.models import SearchHit
@@ -80,13 +82,19 @@ def _hit(hit: SearchHit, scanned: ScanResult) -> HitOut:
 
 
 @router.post("/search", response_model=SearchOut)
-def search(
+async def search(
     principal: Annotated[Principal, Depends(require("search:read"))],
     body: SearchBody,
     context: WorkspaceDep,
     dlp: Annotated[DlpSession, Depends(workspace_dlp("search"))],
+    slots: SearchSlots,
 ) -> SearchOut:
     """Hybrid search with documentTypes and dateFrom/dateTo filters."""
+    # At most ``server.search_threads`` at once: the rest wait here, holding no thread.
+    return await to_thread.run_sync(_search, context, body, dlp, limiter=slots)
+
+
+def _search(context: AppContext, body: SearchBody, dlp: DlpSession) -> SearchOut:
     filters = build_filters(body.document_types, body.date_from, body.date_to)
     request = SearchRequest(
         body.query, k=body.k, filters=filters, mode=body.mode, per_document=body.per_document
