@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from autorag.auth.private_files import make_private_dir, tighten, warn_repaired, write_private
+from autorag.private_files import make_private_dir, tighten, warn_repaired, write_private
 from autorag.errors import Unavailable
 
 if TYPE_CHECKING:

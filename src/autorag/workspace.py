@@ -17,7 +17,7 @@ from typing import Any
 
 import tomli_w
 
-from autorag.auth.private_files import (
+from autorag.private_files import (
     make_private_dir,
     tighten,
     tighten_tree,

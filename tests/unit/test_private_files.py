@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from autorag.auth.private_files import (
+from autorag.private_files import (
     create_private,
     make_private_dir,
     owner_only_umask,

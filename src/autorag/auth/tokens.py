@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autorag.auth.private_files import write_private
+from autorag.private_files import write_private
 from autorag.errors import Unauthorized, Unavailable
 
 SECRET_FILE_NAME = "secret.key"

@@ -41,7 +41,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import ColumnElement
 
-from autorag.auth.private_files import make_private_dir
+from autorag.private_files import make_private_dir
 from autorag.context import AppContext
 from autorag.embeddings.base import Vectors
 from autorag.errors import (

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 
 from autorag import __version__
-from autorag.auth.private_files import owner_only_umask
+from autorag.private_files import owner_only_umask
 from autorag.cli import (
     chat,
     datasources,

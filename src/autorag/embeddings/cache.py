@@ -28,7 +28,7 @@ from typing import TypeVar
 import numpy as np
 import platformdirs
 
-from autorag.auth.private_files import make_private_dir, tighten_all, touch_private, warn_repaired
+from autorag.private_files import make_private_dir, tighten_all, touch_private, warn_repaired
 from autorag.embeddings.base import EmbeddingProvider, Vectors
 from autorag.errors import InvalidInput
 

@@ -28,7 +28,7 @@ from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from autorag.auth.private_files import create_private, make_private_dir
+from autorag.private_files import create_private, make_private_dir
 from autorag.errors import (
     Conflict,
     InvalidInput,

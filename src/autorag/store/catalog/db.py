@@ -13,7 +13,7 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DataError, DBAPIError
 
-from autorag.auth.private_files import tighten_all, touch_private, warn_repaired
+from autorag.private_files import tighten_all, touch_private, warn_repaired
 from autorag.errors import InvalidInput, Unavailable
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
