@@ -26,8 +26,8 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-from autorag.private_files import make_private_dir, tighten, warn_repaired, write_private
 from autorag.errors import Unavailable
+from autorag.private_files import make_private_dir, tighten, warn_repaired, write_private
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine

@@ -17,6 +17,8 @@ from typing import Any
 
 import tomli_w
 
+from autorag.config import CONFIG_FILE_NAME
+from autorag.errors import InvalidInput, NotFound
 from autorag.private_files import (
     make_private_dir,
     tighten,
@@ -25,8 +27,6 @@ from autorag.private_files import (
     warn_repaired,
     write_private,
 )
-from autorag.config import CONFIG_FILE_NAME
-from autorag.errors import InvalidInput, NotFound
 
 DATA_DIR_NAME = ".autorag"
 UPLOADS_DIR_NAME = "uploads"  # <data dir>/uploads/<workspace short id>/<sha256>.<type>

@@ -16,7 +16,7 @@ from autorag.api.app import create_app
 from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
-from autorag.ingest.workspaces import create_workspace
+from autorag.ops.workspaces import create_workspace
 
 QUESTION = "How long is the refund window?"
 

@@ -32,7 +32,6 @@ from tests.ocr_samples import (
 )
 
 from autorag.context import AppContext, open_context
-from autorag.ingest import workspaces as ws
 from autorag.ingest.ocr import service, store
 from autorag.ingest.uploads import ReceivedFile, store_upload
 from autorag.jobs import queue
@@ -40,6 +39,7 @@ from autorag.jobs.worker import WorkerPool
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.workspace import init_workspace
+from autorag.workspace_settings import update_settings
 
 pytestmark = needs_tesseract
 
@@ -289,7 +289,7 @@ def test_a_rejected_read_is_never_indexed(env: Env) -> None:
 
 # -- the vision engine against the model server doubles --------------------------------
 def test_vision_mode_reads_pages_through_ollama(env: Env) -> None:
-    ws.update_settings(
+    update_settings(
         env.context.catalog, env.context.info, {"ocr_instructions": "Keep tariff tables."}
     )
     grounded = (

@@ -27,8 +27,8 @@ from autorag.chat.service import ChatOutcome, ChatService, ChatTurn, build_route
 from autorag.context import AppContext, open_context
 from autorag.errors import Forbidden, Unavailable
 from autorag.ingest.minsync import refresh
-from autorag.ingest.workspaces import update_settings
 from autorag.llm.base import ToolSpec, Usage
+from autorag.workspace_settings import update_settings
 
 SCRIPTED = "scripted/gpt-test"
 QUESTION = "How long is the refund window?"

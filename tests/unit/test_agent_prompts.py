@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from autorag.agent.config import DEFAULT_SYSTEM_PROMPT, AgentConfig
-from autorag.agent.prompts import CONSTRAINTS, system_prompt
+from autorag.agent.prompts import CONSTRAINTS, DEFAULT_SYSTEM_PROMPT, system_prompt
+from autorag.workspace_settings import AgentConfig
 
 HYBRID = CONSTRAINTS["hybrid_search_forced"]
 CITATIONS = CONSTRAINTS["citation_required"]

@@ -33,7 +33,6 @@ from autorag.agent.budget import (
     truncate_context_to_byte_budget,
     truncate_tool_output,
 )
-from autorag.agent.config import AgentConfig
 from autorag.agent.events import CitationsEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.agent.prompts import FINAL_ANSWER_NOW, system_prompt
 from autorag.agent.skills.base import NOBODY, Caller, Skill, SkillContext, SkillResult
@@ -45,6 +44,7 @@ from autorag.llm.base import PLAN_INSTRUCTION, ChatMessage, LLMDelta, ToolCall, 
 from autorag.llm.router import ModelRouter, Resolution, Target
 from autorag.models import Citation, Diagnostic, SearchFilters
 from autorag.retrieval.grounding import NO_EVIDENCE_DISCLAIMER, ground_citations, needs_disclaimer
+from autorag.workspace_settings import AgentConfig
 
 RAG_SEARCH = "rag_search"
 # Held answer text streams once it is this long and cannot be turning into a tool call.

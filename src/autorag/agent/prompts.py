@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from autorag.agent.config import DEFAULT_SYSTEM_PROMPT, AgentConfig
+from autorag.workspace_settings import AgentConfig
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are the knowledge assistant of the workspace {workspace}. Today is {date}.\n"
+    "Answer from the workspace's documents: search them with rag_search before answering "
+    "a question about their content. Cite every claim taken from a source with the [n] "
+    "of that source. If the sources do not answer the question, say so plainly; never "
+    "invent a source. Answer in the language of the question.\n"
+    "Tools you may call: {skills}."
+)
 
 CONSTRAINTS = {
     "hybrid_search_forced": "Always call rag_search before answering a question.",

@@ -29,9 +29,9 @@ from autorag.auth.passwords import (
     verify_password,
 )
 from autorag.auth.permissions import KEY_SCOPES, ROLES
-from autorag.private_files import write_private
 from autorag.auth.tables import ApiKeyScopeRow, UserSessionRow
 from autorag.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
+from autorag.private_files import write_private
 from autorag.store.catalog.models import ApiKeyRow, MembershipRow, UserRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog
 

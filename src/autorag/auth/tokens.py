@@ -22,8 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from autorag.private_files import write_private
 from autorag.errors import Unauthorized, Unavailable
+from autorag.private_files import write_private
 
 SECRET_FILE_NAME = "secret.key"
 SECRET_BYTES = 32

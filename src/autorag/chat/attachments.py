@@ -41,7 +41,6 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql import ColumnElement
 
-from autorag.private_files import make_private_dir
 from autorag.context import AppContext
 from autorag.embeddings.base import Vectors
 from autorag.errors import (
@@ -58,6 +57,7 @@ from autorag.ingest.pipeline import embedding_text
 from autorag.ingest.uploads import sanitize_filename, sniff, upload_type
 from autorag.jobs import queue
 from autorag.models import Chunk, Citation, ParsedDocument
+from autorag.private_files import make_private_dir
 from autorag.retrieval.fusion import Fused, rank_fused, rrf_fuse
 from autorag.retrieval.stemming import stems
 from autorag.store.catalog.models import (

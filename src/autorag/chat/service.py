@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from autorag.agent.budget import ConcurrencyLimiter
-from autorag.agent.config import AgentConfig
 from autorag.agent.events import Emit, StatusEvent
 from autorag.agent.orchestrator import AgentRequest, AgentResult, Orchestrator
 from autorag.agent.skills import builtin_skills
@@ -24,13 +23,13 @@ from autorag.config import Settings
 from autorag.context import AppContext
 from autorag.dlp.service import DlpSession
 from autorag.errors import InvalidInput
-from autorag.ingest.workspaces import read_settings
 from autorag.llm.base import ChatMessage, LLMProvider
 from autorag.llm.extractive import ExtractiveProvider
 from autorag.llm.registry import build_provider
 from autorag.llm.router import EXTRACTIVE, ModelRouter, Resolution
 from autorag.models import SearchFilters
 from autorag.system_config import GLOBAL_DEFAULT_MODEL, get_value
+from autorag.workspace_settings import AgentConfig, read_settings
 
 MAX_QUESTION_CHARS = 20_000
 HISTORY_MESSAGES = 20  # earlier messages of a chat given to the model

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 
 from autorag import __version__
-from autorag.private_files import owner_only_umask
 from autorag.cli import (
     chat,
     datasources,
@@ -30,6 +29,7 @@ from autorag.cli import (
 )
 from autorag.cli._common import CliState, err_console
 from autorag.errors import AutoragError, Conflict, Forbidden, InvalidInput, NotFound, Unavailable
+from autorag.private_files import owner_only_umask
 
 app = typer.Typer(
     name="autorag",

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from autorag.cli._common import console, open_app, print_json
-from autorag.ingest import workspaces as ws
+from autorag.ops import workspaces as ws
 
 app = typer.Typer(help="List, create, rename and remove workspaces.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]

@@ -28,9 +28,9 @@ from typing import TypeVar
 import numpy as np
 import platformdirs
 
-from autorag.private_files import make_private_dir, tighten_all, touch_private, warn_repaired
 from autorag.embeddings.base import EmbeddingProvider, Vectors
 from autorag.errors import InvalidInput
+from autorag.private_files import make_private_dir, tighten_all, touch_private, warn_repaired
 
 logger = logging.getLogger(__name__)
 

@@ -28,6 +28,7 @@ from autorag.store.catalog.repository import (
     WorkspaceInfo,
 )
 from autorag.store.vectors.base import VectorRecord, VectorStore
+from autorag.workspace_settings import read_settings
 
 OutcomeStatus = Literal["ready", "failed", "needs_ocr", "unchanged", "deleted"]
 # What a file keeps while its bytes are the same: its text indexed, or its scanned pages
@@ -145,9 +146,6 @@ class Indexer:
     def _ingest_redaction(self) -> Redaction | None:
         """The workspace's ``redact_on_ingest``: chunks are then stored and embedded with
         DLP matches replaced, so no store downstream ever holds them."""
-        # Imported here: ingest.workspaces imports the context, which imports this module.
-        from autorag.ingest.workspaces import read_settings
-
         if not read_settings(self.catalog, self.workspace).redact_on_ingest:
             return None
         return DlpService(self.catalog).redact_document

@@ -28,7 +28,6 @@ from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
-from autorag.private_files import create_private, make_private_dir
 from autorag.errors import (
     Conflict,
     InvalidInput,
@@ -40,6 +39,7 @@ from autorag.ingest import guards
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
 from autorag.jobs import queue
+from autorag.private_files import create_private, make_private_dir
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
 from autorag.workspace import UPLOADS_DIR_NAME

@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 from autorag.context import AppContext, open_context
 from autorag.errors import Conflict, InvalidInput
 from autorag.ingest.reindex import reindex
-from autorag.ingest.workspaces import list_workspaces
+from autorag.ops.workspaces import list_workspaces
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.db import create_catalog_engine, migrate
 from autorag.store.catalog.models import Base, ChunkRow, DocumentRow

@@ -20,10 +20,10 @@ from autorag.agent.skills.rag_search import SPEC, format_tool_result
 from autorag.chat import store
 from autorag.chat.service import ChatService
 from autorag.context import AppContext
-from autorag.ingest.workspaces import read_settings
 from autorag.llm.base import ToolSpec
 from autorag.models import Citation
 from autorag.p2p.approvals import PendingSource
+from autorag.workspace_settings import read_settings
 
 
 @dataclass

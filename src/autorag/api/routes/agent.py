@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends, Path, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
-from autorag.agent.config import AgentConfig
 from autorag.api.auth import Principal, PrincipalDep, require
 from autorag.api.deps import AppDep, WorkspaceDep
 from autorag.api.routes.chat import ChatId, ServiceDep
@@ -19,7 +18,7 @@ from autorag.auth.service import custom_instructions, set_custom_instructions
 from autorag.chat import attachments, memory, store
 from autorag.context import AppContext
 from autorag.errors import InvalidInput, NotFound
-from autorag.ingest import workspaces as ws
+from autorag.workspace_settings import AgentConfig, read_settings, update_settings
 
 router = APIRouter(tags=["agent"])
 WS = "/api/workspaces/{workspace}"
@@ -84,7 +83,7 @@ class InstructionsIO(BaseModel):
 def get_agent_config(
     principal: Annotated[Principal, Depends(require("documents:read"))], context: WorkspaceDep
 ) -> AgentConfigIO:
-    return _config_out(ws.read_settings(context.catalog, context.info).agent)
+    return _config_out(read_settings(context.catalog, context.info).agent)
 
 
 @router.patch(WS + "/agent", response_model=AgentConfigIO, response_model_by_alias=True)
@@ -93,7 +92,7 @@ def patch_agent_config(
 ) -> AgentConfigIO:
     """Enabled skills, system prompt template ({workspace}, {date}, {skills}), plan mode,
     default model and the constraints localLLMOnly, hybridSearchForced, citationRequired."""
-    current = ws.read_settings(context.catalog, context.info).agent
+    current = read_settings(context.catalog, context.info).agent
     # null clears the default model; for the other keys it means "unchanged".
     changes = {
         key: value
@@ -107,7 +106,7 @@ def patch_agent_config(
         raise InvalidInput(f"unknown skill {', '.join(unknown)} (known: {known})")
     if merged.default_model:
         service.router.check_choice(merged.default_model, local_only=merged.local_llm_only)
-    saved = ws.update_settings(context.catalog, context.info, {"agent": merged.model_dump()})
+    saved = update_settings(context.catalog, context.info, {"agent": merged.model_dump()})
     return _config_out(saved.agent)
 
 
@@ -118,7 +117,7 @@ def _config_out(config: AgentConfig) -> AgentConfigIO:
 @router.get(WS + "/skills", response_model=list[SkillOut])
 def list_skills(principal: ChatUse, context: WorkspaceDep, service: ServiceDep) -> list[SkillOut]:
     """Every skill with its JSON schema, and whether this workspace enables it."""
-    enabled = set(ws.read_settings(context.catalog, context.info).agent.enabled_skills)
+    enabled = set(read_settings(context.catalog, context.info).agent.enabled_skills)
     return [
         SkillOut(
             name=name,

@@ -16,9 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
 from autorag.context import AppContext
-from autorag.ingest import workspaces as ws
 from autorag.ingest.ocr import service, store
 from autorag.jobs.worker import WorkerPool
+from autorag.workspace_settings import read_settings, update_settings
 
 router = APIRouter(prefix="/api/workspaces/{workspace}/ocr", tags=["ocr"])
 ReadDep = Annotated[Principal, Depends(require("documents:read"))]
@@ -181,7 +181,7 @@ def reject_job(principal: ReviewDep, context: WorkspaceDep, job_id: JobId) -> Oc
 def get_instructions(_: ReadDep, context: WorkspaceDep) -> InstructionsOut:
     """The workspace's custom instructions for the vision OCR prompt."""
     return InstructionsOut(
-        instructions=ws.read_settings(context.catalog, context.info).ocr_instructions
+        instructions=read_settings(context.catalog, context.info).ocr_instructions
     )
 
 
@@ -189,5 +189,5 @@ def get_instructions(_: ReadDep, context: WorkspaceDep) -> InstructionsOut:
 def set_instructions(_: ReviewDep, context: WorkspaceDep, body: InstructionsIn) -> InstructionsOut:
     """Replace the custom instructions added to the vision OCR prompt."""
     changes = {"ocr_instructions": body.instructions}
-    settings = ws.update_settings(context.catalog, context.info, changes)
+    settings = update_settings(context.catalog, context.info, changes)
     return InstructionsOut(instructions=settings.ocr_instructions)

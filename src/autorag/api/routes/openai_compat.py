@@ -30,8 +30,8 @@ from autorag.auth.service import custom_instructions
 from autorag.chat.service import ChatOutcome, ChatTurn, ChatUser
 from autorag.context import AppContext
 from autorag.errors import AutoragError, InvalidInput, NotFound
-from autorag.ingest import workspaces as ws
 from autorag.llm.base import ChatMessage
+from autorag.ops import workspaces as ws
 
 router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 OWNER = "autorag"

@@ -8,10 +8,12 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from autorag import workspace_settings
 from autorag.api.auth import Principal, require, require_protection
 from autorag.api.deps import AppDep, WorkspaceDep
 from autorag.api.routes.documents import PoolDep, utc
-from autorag.ingest import workspaces as ws
+from autorag.ops import workspaces as ws
+from autorag.workspace_settings import WorkspaceSettings, read_settings
 
 router = APIRouter(prefix="/api/workspaces", tags=["workspaces"])
 
@@ -61,7 +63,7 @@ class WorkspaceListOut(BaseModel):
     workspaces: list[WorkspaceOut]
 
 
-def _settings(settings: ws.WorkspaceSettings) -> SettingsOut:
+def _settings(settings: WorkspaceSettings) -> SettingsOut:
     return SettingsOut(defaultK=settings.default_k, redactOnIngest=settings.redact_on_ingest)
 
 
@@ -144,7 +146,7 @@ def get_settings(
     principal: Annotated[Principal, Depends(require("documents:read"))],
     context: WorkspaceDep,
 ) -> SettingsOut:
-    return _settings(ws.read_settings(context.catalog, context.info))
+    return _settings(read_settings(context.catalog, context.info))
 
 
 @router.patch("/{workspace}/settings", response_model=SettingsOut)
@@ -158,4 +160,4 @@ def update_settings(
     if body.redact_on_ingest is False:
         require_protection(principal, "turning redactOnIngest off")
     changes = body.model_dump(exclude_unset=True, exclude_none=True)
-    return _settings(ws.update_settings(context.catalog, context.info, changes))
+    return _settings(workspace_settings.update_settings(context.catalog, context.info, changes))

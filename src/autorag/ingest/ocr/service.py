@@ -36,10 +36,10 @@ from autorag.ingest.ocr.reader import Bar, OcrMode, PageRead, Readers
 from autorag.ingest.ocr.render import Rendered, open_pages
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome, file_hash
 from autorag.ingest.uploads import stored_path
-from autorag.ingest.workspaces import read_settings
 from autorag.sources import to_real_path
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta
+from autorag.workspace_settings import read_settings
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DataError, DBAPIError
 
-from autorag.private_files import tighten_all, touch_private, warn_repaired
 from autorag.errors import InvalidInput, Unavailable
+from autorag.private_files import tighten_all, touch_private, warn_repaired
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Bump with every new migration: lets start-up skip Alembic when the schema is current.

@@ -17,9 +17,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
-from autorag.private_files import make_private_dir, tighten, tighten_tree, warn_repaired
 from autorag.errors import Unavailable
 from autorag.models import SearchFilters
+from autorag.private_files import make_private_dir, tighten, tighten_tree, warn_repaired
 from autorag.store.vectors.base import VectorRecord, check_dimensions
 from autorag.store.vectors.exact import ExactIndex
 

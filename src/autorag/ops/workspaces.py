@@ -1,4 +1,4 @@
-"""Workspaces: create, rename and delete them across every store; their settings.
+"""Workspaces: list, create, rename and delete them across every store.
 
 A workspace owns catalog rows (documents, chunks and so full-text rows, jobs), one
 vector table named after it, and a folder of uploads named by its short id. Renaming
@@ -7,20 +7,15 @@ moves the vector table and the upload source ids; deleting removes all of it.
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 import shutil
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import delete, func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
-from autorag.agent.config import AgentConfig
 from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.ingest.reembed import REEMBED_JOB
@@ -28,24 +23,10 @@ from autorag.ingest.uploads import uploads_dir
 from autorag.jobs import queue
 from autorag.store.catalog.models import ChunkRow, DocumentRow, JobRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
+from autorag.workspace_settings import WorkspaceSettings, parse_settings
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 _NAME = re.compile(NAME_PATTERN)
-
-
-class WorkspaceSettings(BaseModel):
-    """Per-workspace options, kept as JSON in the catalog. Later features add theirs."""
-
-    model_config = ConfigDict(extra="ignore")
-
-    default_k: int = Field(default=10, ge=1, le=200, description="Search results by default")
-    redact_on_ingest: bool = Field(
-        default=False, description="Redact personal data from documents as they are indexed"
-    )
-    agent: AgentConfig = Field(default_factory=AgentConfig)
-    ocr_instructions: str = Field(
-        default="", max_length=4000, description="Added to the vision OCR prompt"
-    )
 
 
 @dataclass(frozen=True)
@@ -86,7 +67,7 @@ def list_workspaces(catalog: Catalog) -> list[WorkspaceSummary]:
             WorkspaceInfo(r.id, r.name, r.short_id),
             r.created_at,
             int(r[-1]),
-            _parse_settings(r.settings),
+            parse_settings(r.settings),
         )
         for r in rows
     ]
@@ -108,34 +89,6 @@ def describe_workspace(catalog: Catalog, name: str) -> WorkspaceSummary:
         if summary.info.name == name:
             return summary
     raise NotFound(f"no workspace {name!r}")
-
-
-def read_settings(catalog: Catalog, workspace: WorkspaceInfo) -> WorkspaceSettings:
-    return _parse_settings(_stored_settings_text(catalog, workspace))
-
-
-def update_settings(
-    catalog: Catalog, workspace: WorkspaceInfo, changes: Mapping[str, Any]
-) -> WorkspaceSettings:
-    """Apply ``changes`` (validated as a whole); keys this version does not know stay."""
-    with catalog.engine.begin() as conn:
-        text = conn.execute(
-            select(WorkspaceRow.settings).where(WorkspaceRow.id == workspace.id)
-        ).scalar()
-        if text is None:
-            raise NotFound(f"no workspace {workspace.name!r}")
-        stored = _load_json(text)
-        try:
-            settings = WorkspaceSettings.model_validate({**stored, **changes})
-        except ValidationError as exc:
-            raise InvalidInput(f"invalid workspace settings: {exc.errors()[0]['msg']}") from exc
-        merged = {**stored, **settings.model_dump()}
-        conn.execute(
-            update(WorkspaceRow)
-            .where(WorkspaceRow.id == workspace.id)
-            .values(settings=json.dumps(merged, sort_keys=True))
-        )
-    return settings
 
 
 # -- changes --------------------------------------------------------------------------
@@ -252,28 +205,3 @@ def _exists(catalog: Catalog, name: str) -> bool:
     with catalog.engine.connect() as conn:
         found = conn.execute(select(WorkspaceRow.id).where(WorkspaceRow.name == name)).first()
     return found is not None
-
-
-def _stored_settings_text(catalog: Catalog, workspace: WorkspaceInfo) -> str:
-    with catalog.engine.connect() as conn:
-        text = conn.execute(
-            select(WorkspaceRow.settings).where(WorkspaceRow.id == workspace.id)
-        ).scalar()
-    if text is None:
-        raise NotFound(f"no workspace {workspace.name!r}")
-    return str(text)
-
-
-def _parse_settings(text: str | None) -> WorkspaceSettings:
-    try:
-        return WorkspaceSettings.model_validate(_load_json(text or "{}"))
-    except ValidationError:
-        return WorkspaceSettings()  # a hand-edited value out of range: the defaults
-
-
-def _load_json(text: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
