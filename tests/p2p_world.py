@@ -35,11 +35,10 @@ from typing import Any, TypeVar
 import httpx
 
 from autorag.auth.service import create_user
-from autorag.context import open_context
+from autorag.context import open_context, open_policy
 from autorag.ingest.minsync import refresh
 from autorag.p2p.registry import PeerRegistry
 from autorag.p2p.simplex.chunks import Reassembler
-from autorag.sources.policy_store import open_policy
 from autorag.workspace import Workspace, init_workspace
 from tests.doubles.simplex_chat import double_env, write_inbox_file
 

@@ -15,7 +15,9 @@ from autorag.ingest.pipeline import Indexer
 from autorag.ingest.readiness import Readiness, check_readiness
 from autorag.retrieval.hybrid import HybridSearcher
 from autorag.sources import SourceRoot, plan_source_roots
+from autorag.sources.policy import PolicyStore
 from autorag.store.catalog.db import bind_data_dir, create_catalog_engine, migrate, sqlite_url
+from autorag.store.catalog.policy import CatalogPolicyBackend
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 from autorag.store.fulltext import open_fulltext
 from autorag.store.fulltext.base import FullTextIndex
@@ -163,6 +165,11 @@ def open_context(workspace: Workspace, /, **overrides: Any) -> AppContext:
     migrate(engine)
     catalog = Catalog(engine)
     return AppContext(workspace, settings, catalog, catalog.ensure_workspace(settings.workspace))
+
+
+def open_policy(app: AppContext) -> PolicyStore:
+    """The policy of the context's workspace, canonicalizing through its search paths."""
+    return PolicyStore(CatalogPolicyBackend(app.catalog, app.info.id), app.roots)
 
 
 def resolve_search_path(path: str | Path) -> str:

@@ -62,7 +62,7 @@ from autorag.context import AppContext, open_context
 from autorag.ingest.chunker import chunk_document
 from autorag.ingest.parsers import parse_file
 from autorag.ingest.uploads import ReceivedFile, store_upload
-from autorag.jobs import queue
+from autorag.store.catalog import queue
 from autorag.store.catalog.models import ChunkRow, DocumentRow, JobRow
 from autorag.workspace import Workspace, init_workspace
 from tests.postgres import PostgresTestServer

@@ -18,10 +18,9 @@ from typer.testing import CliRunner, Result
 
 from autorag.auth import service
 from autorag.cli.main import app as cli
-from autorag.context import AppContext, open_context
+from autorag.context import AppContext, open_context, open_policy
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.sources.policy import MAX_RULES
-from autorag.sources.policy_store import open_policy
 from autorag.store.catalog.db import SCHEMA_HEAD
 from autorag.workspace import Workspace
 

@@ -30,9 +30,9 @@ from autorag.context import AppContext, open_context
 from autorag.ingest.minsync import RefreshReport, refresh
 from autorag.ingest.ocr import store
 from autorag.ingest.ocr.service import refresh_planner, run_ocr_job
-from autorag.jobs import queue
 from autorag.jobs.worker import WorkerPool
 from autorag.retrieval.hybrid import SearchRequest
+from autorag.store.catalog import queue
 from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.workspace import init_workspace
 

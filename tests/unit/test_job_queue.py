@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, select
 
-from autorag.jobs import queue
+from autorag.store.catalog import queue
 from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
 from autorag.store.catalog.models import JobRow
 from autorag.store.catalog.repository import Catalog

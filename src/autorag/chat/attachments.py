@@ -55,17 +55,17 @@ from autorag.ingest.guards import human_size
 from autorag.ingest.parsers import ParseError, parse_file
 from autorag.ingest.pipeline import embedding_text
 from autorag.ingest.uploads import sanitize_filename, sniff, upload_type
-from autorag.jobs import queue
 from autorag.models import Chunk, Citation, ParsedDocument
 from autorag.private_files import make_private_dir
 from autorag.retrieval.fusion import Fused, rank_fused, rrf_fuse
-from autorag.retrieval.stemming import stems
+from autorag.store.catalog import queue
 from autorag.store.catalog.models import (
     ChatAttachmentChunkRow,
     ChatAttachmentRow,
     ChatRow,
     utcnow,
 )
+from autorag.text.stemming import stems
 
 SOURCE_PREFIX = "chat-attachment:"
 ATTACHMENT_JOB = "chat_attachment"

@@ -9,8 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from autorag.cli._common import console, open_app, print_json
+from autorag.context import open_policy
 from autorag.sources.policy import Explanation, PolicyStore, Rule
-from autorag.sources.policy_store import open_policy
 
 app = typer.Typer(
     help="Source policy: glob rules deciding which sources peers may get.\n\n"

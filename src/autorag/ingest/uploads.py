@@ -38,8 +38,8 @@ from autorag.errors import (
 from autorag.ingest import guards
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
-from autorag.jobs import queue
 from autorag.private_files import create_private, make_private_dir
+from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
 from autorag.workspace import UPLOADS_DIR_NAME

@@ -25,9 +25,9 @@ from autorag.ingest.ocr.store import OCR_JOB
 from autorag.ingest.pipeline import Indexer
 from autorag.ingest.reembed import REEMBED_JOB, reembed_workspace
 from autorag.ingest.uploads import UPLOAD_JOB, process_upload, set_status, sweep_incoming
-from autorag.jobs import queue
 from autorag.models import SearchFilters
 from autorag.ops.workspaces import workspace_by_id
+from autorag.store.catalog import queue
 from autorag.store.vectors import VectorRecord, VectorStore
 
 log = logging.getLogger(__name__)

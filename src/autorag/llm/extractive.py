@@ -19,7 +19,7 @@ import numpy.typing as npt
 
 from autorag.llm.base import PLAN_INSTRUCTION, ChatMessage, LLMDelta, ModelInfo, ToolCall, ToolSpec
 from autorag.models import Citation
-from autorag.retrieval.stemming import stems as _stems
+from autorag.text.stemming import stems as _stems
 
 RELATIVE_CUTOFF = 0.5  # of the best sentence's score
 MIN_SIMILARITY = 0.35  # cosine below which a sentence is off-topic (MiniLM scale)

@@ -20,7 +20,7 @@ from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import uploads_dir
-from autorag.jobs import queue
+from autorag.store.catalog import queue
 from autorag.store.catalog.models import ChunkRow, DocumentRow, JobRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 from autorag.workspace_settings import WorkspaceSettings, parse_settings

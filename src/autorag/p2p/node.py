@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autorag.chat.service import ChatService
-from autorag.context import AppContext
+from autorag.context import AppContext, open_policy
 from autorag.dlp.service import DlpContext, DlpService, DlpSession
 from autorag.errors import AutoragError, InvalidInput, NotFound
 from autorag.p2p import wire
@@ -38,7 +38,6 @@ from autorag.p2p.startup import P2PRuntime
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.grounding import cited_numbers
 from autorag.retrieval.hybrid import SearchRequest
-from autorag.sources.policy_store import open_policy
 
 log = logging.getLogger(__name__)
 APPROVAL_POLL_S = 1.0

@@ -32,7 +32,7 @@ from typing import Any
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.p2p.files import write_json_atomic
 from autorag.p2p.simplex.shapes import Contact, Profile, as_id, parse_profile
-from autorag.retrieval.stemming import stems
+from autorag.text.stemming import stems
 
 log = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
 from autorag.models import Citation
-from autorag.retrieval.stemming import stems
+from autorag.text.stemming import stems
 
 NO_EVIDENCE_DISCLAIMER = (
     "No supporting evidence was found in the workspace's documents for this answer."

@@ -26,9 +26,9 @@ from autorag.ingest.uploads import (
     StoredUpload,
     store_upload,
 )
-from autorag.jobs import queue
 from autorag.jobs.worker import WorkerPool
 from autorag.ops.workspaces import workspace_by_id
+from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, JobRow
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["documents"])

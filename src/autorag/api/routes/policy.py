@@ -14,9 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
+from autorag.context import open_policy
 from autorag.sources.globs import MAX_GLOB_CHARS
 from autorag.sources.policy import MAX_SOURCE_CHARS, Explanation, Level, Rule
-from autorag.sources.policy_store import open_policy
 
 router = APIRouter(prefix="/api/workspaces", tags=["policy"])
 ReadDep = Annotated[Principal, Depends(require("documents:read"))]

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from autorag.errors import NotFound
-from autorag.jobs import queue
+from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, OcrJobRow, OcrPageRow, utcnow
 
 OCR_JOB = "ocr"  # the kind of its job in the durable queue

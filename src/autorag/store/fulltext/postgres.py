@@ -39,7 +39,7 @@ from autorag.errors import InvalidInput
 from autorag.models import SearchFilters
 from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.store.catalog.repository import VISIBLE_STATUS, filter_clauses, fulltext_scope
-from autorag.store.fulltext.query import keywords
+from autorag.text.keywords import keywords
 
 _log = logging.getLogger(__name__)
 

@@ -11,7 +11,7 @@ from sqlalchemy.sql.elements import ColumnClause
 from autorag.models import SearchFilters
 from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.store.catalog.repository import VISIBLE_STATUS, filter_clauses, fulltext_scope
-from autorag.store.fulltext.query import keywords
+from autorag.text.keywords import keywords
 
 # The FTS5 virtual table created by the catalog migration, described for SQL building.
 _FTS = Table(

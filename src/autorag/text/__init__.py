@@ -1,4 +1,5 @@
-"""Small text helpers shared by the interfaces."""
+"""Text helpers shared across layers (pure): one-line snippets here, keyword queries in
+:mod:`.keywords`, light stemming in :mod:`.stemming`."""
 
 from __future__ import annotations
 

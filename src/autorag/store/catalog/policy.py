@@ -1,4 +1,4 @@
-"""The catalog-backed :class:`~autorag.sources.policy.PolicyBackend`, and ``open_policy``.
+"""The catalog-backed :class:`~autorag.sources.policy.PolicyBackend`.
 
 Reads and writes of ``policy_rules`` and ``policy_seen_sources`` only; what the rules mean
 is :mod:`autorag.sources.policy`'s business.
@@ -7,13 +7,11 @@ is :mod:`autorag.sources.policy`'s business.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
 
 from sqlalchemy import Row, Select, delete, func, select
 
 from autorag.sources.policy import (
     Level,
-    PolicyStore,
     Rule,
     SeenSource,
     parse_level,
@@ -23,15 +21,7 @@ from autorag.store.catalog.db import dialect_insert
 from autorag.store.catalog.models import PolicyRuleRow, PolicySeenSourceRow, utcnow
 from autorag.store.catalog.repository import Catalog
 
-if TYPE_CHECKING:
-    from autorag.context import AppContext
-
 _RuleRow = Row[str, str, datetime, datetime]
-
-
-def open_policy(app: AppContext) -> PolicyStore:
-    """The policy of the context's workspace, canonicalizing through its search paths."""
-    return PolicyStore(CatalogPolicyBackend(app.catalog, app.info.id), app.roots)
 
 
 class CatalogPolicyBackend:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autorag.store.fulltext.query import keywords
+from autorag.text.keywords import keywords
 
 _SUFFIXES = ("ing", "ies", "ed", "es", "s")
 
