@@ -6,13 +6,15 @@ import dataclasses
 import json
 from datetime import date, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 
-from autorag.context import AppContext, open_context
 from autorag.workspace import Workspace, find_workspace
+
+if TYPE_CHECKING:
+    from autorag.context import AppContext
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -29,6 +31,8 @@ def current_workspace(ctx: typer.Context) -> Workspace:
 
 
 def open_app(ctx: typer.Context, **overrides: Any) -> AppContext:
+    from autorag.context import open_context  # deferred: `autorag init` never opens one
+
     return open_context(current_workspace(ctx), **overrides)
 
 
