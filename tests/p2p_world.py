@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -41,6 +40,7 @@ from autorag.p2p.registry import PeerRegistry
 from autorag.p2p.simplex.chunks import Reassembler
 from autorag.workspace import Workspace, init_workspace
 from tests.doubles.simplex_chat import double_env, write_inbox_file
+from tests.ports import free_port
 
 T = TypeVar("T")
 AUTORAG = [sys.executable, "-m", "autorag"]
@@ -150,12 +150,6 @@ def wait_for(check: Callable[[], T | None], timeout: float, what: str) -> T:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
         time.sleep(0.05)
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 # -- one AutoRAG instance ----------------------------------------------------------------------

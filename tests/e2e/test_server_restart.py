@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,17 +19,12 @@ from sqlalchemy import text
 from autorag.auth import service
 from autorag.context import open_context
 from autorag.workspace import Workspace
+from tests.ports import free_port
 from tests.workspaces import catalog_sql, new_workspace
 
 AUTORAG = [sys.executable, "-m", "autorag"]
 DOCUMENTS = 12
 WAIT_S = 240.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class ServerProcess:
@@ -98,7 +92,7 @@ def test_killed_server_resumes_every_job_exactly_once(
     workspace: Workspace, api_key: str, servers: list[ServerProcess], tmp_path: Path
 ) -> None:
     headers = {"Authorization": f"Bearer {api_key}"}
-    port = _free_port()
+    port = free_port()
     first = ServerProcess(workspace, port, tmp_path / "server.log")
     servers.append(first)
     ids = []

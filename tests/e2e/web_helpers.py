@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ import httpx
 
 from autorag.workspace import Workspace
 from tests.doubles.script import Text, Tool, Turn
+from tests.ports import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 # ../shared/docs/DEPENDENCIES.md: Debian's chromium with these flags; never `playwright install`.
@@ -34,12 +34,6 @@ ARTIFACTS = Path(__file__).parent / "artifacts"
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 375, "height": 740}
 _SETUP_URL = re.compile(r"(http://\S+/setup#token=\S+)")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class Server:

@@ -4,7 +4,6 @@ clients against test-double servers speaking their wire formats over loopback.""
 from __future__ import annotations
 
 import hashlib
-import socket
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -17,6 +16,7 @@ import pytest
 from fastapi import FastAPI, Request, Response
 from fastapi.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp
+from tests.ports import free_port
 
 from autorag.embeddings._http import HttpEmbeddingProvider
 from autorag.embeddings.base import EmbeddingProvider, Vectors
@@ -126,10 +126,7 @@ def base_url(double_server: tuple[EmbeddingServer, str]) -> str:
 @pytest.fixture
 def closed_port_url() -> str:
     """A loopback URL on which nothing listens."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 def openai(base_url: str, model: str = "double-embed", **options: Any) -> OpenAIEmbeddingProvider:

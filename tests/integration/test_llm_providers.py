@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,6 +22,7 @@ from tests.doubles import (
     ToolCalls,
     Turn,
 )
+from tests.ports import free_port
 
 from autorag.config import LLMProviderSettings
 from autorag.errors import InvalidInput, Unavailable
@@ -75,10 +75,7 @@ def _calls(deltas: list[LLMDelta]) -> list[ToolCall]:
 
 
 def _closed_port_url() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
+    return f"http://127.0.0.1:{free_port()}"
 
 
 # -- streaming --------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from tests.doubles.simplex_chat import (
     double_env,
     read_record,
 )
+from tests.ports import free_port
 from websockets.asyncio.client import connect
 
 from autorag.config import P2PSettings
@@ -42,12 +43,6 @@ def run(scenario: Callable[[], Awaitable[T]], timeout: float = 60) -> T:
         return await asyncio.wait_for(scenario(), timeout)
 
     return asyncio.run(bounded())
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture
