@@ -350,7 +350,7 @@ def test_a_server_that_does_not_answer_times_out(dialect: Dialect) -> None:
         started = time.monotonic()
         with pytest.raises(Unavailable, match=r"did not answer within 0\.3s"):
             _chat(dialect.connect(server, timeout_s=0.3))
-        assert time.monotonic() - started < 3
+        assert time.monotonic() - started < 8  # the timeout, not the 10 s hang (margin for load)
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -362,13 +362,13 @@ def test_closing_the_stream_stops_it_at_once(dialect: Dialect) -> None:
         assert next(stream).text == "word"
         started = time.monotonic()
         stream.close()
-        assert time.monotonic() - started < 0.5
+        assert time.monotonic() - started < 5  # not the 10 s to the end (margin for load)
         _wait_for(lambda: server.disconnects == 1)
         # The aborted connection is not reused: the next answer comes as usual.
         assert _text(list(provider.stream_chat(QUESTION))) == "Next."
 
 
-def _wait_for(condition: Callable[[], bool], timeout_s: float = 3.0) -> None:
+def _wait_for(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"

@@ -259,7 +259,7 @@ def test_a_dropped_connection_fails_pending_commands_and_reconnects() -> None:
                 await asyncio.to_thread(double.drop_connections)
                 with pytest.raises(SimplexUnavailable, match="closed"):
                     await pending
-                assert time.monotonic() - started < 5  # at once, not at the timeout
+                assert time.monotonic() - started < 20  # at once, not at the 30 s timeout
                 await client.wait_connected(10)
                 assert await client.active_user_id() == 1
 
@@ -526,7 +526,7 @@ def _sent_item_event() -> dict[str, Any]:
     return {"type": "newChatItems", "chatItems": [item]}
 
 
-async def _wait_until(condition: Callable[[], bool], timeout: float = 10) -> None:
+async def _wait_until(condition: Callable[[], bool], timeout: float = 30) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "timed out waiting"
