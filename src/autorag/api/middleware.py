@@ -20,10 +20,10 @@ from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from autorag.api.errors import problem
-from autorag.api.routes.documents import DRAIN_MAX_BYTES, FORM_OVERHEAD_BYTES
+from autorag.api.multipart import DRAIN_MAX_BYTES, FORM_OVERHEAD_BYTES
 from autorag.ingest.guards import human_size
 
-# The upload route's own bounds serve here too: FORM_OVERHEAD_BYTES of multipart framing
+# The upload receiver's own bounds serve here too: FORM_OVERHEAD_BYTES of multipart framing
 # around the file, and DRAIN_MAX_BYTES of a refused body read and dropped so that a client
 # still sending it sees the 413 rather than a reset connection (past it: closed).
 UPLOAD_PATH = re.compile(r"^/api/workspaces/[^/]+/(documents|chats/[^/]+/attachments)/?$")

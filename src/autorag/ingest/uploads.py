@@ -1,29 +1,25 @@
-"""Uploaded files: streamed to disk under a size cap, sniffed, stored under their hash.
+"""Uploaded files: sniffed, stored under their hash, processed.
 
 Nothing here trusts the client. The stored name is the content's SHA-256, the type is
 what the bytes say (and it must agree with the extension), and the client's file name
-is only sanitised into a title and the source id. The file is written as it arrives,
-never held whole in memory.
+is only sanitised into a title and the source id. The API's multipart receiver
+(``autorag.api.multipart``) writes the file as it arrives, never held whole in memory,
+and hands it over as a ``ReceivedFile``.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import secrets
 import time
 import unicodedata
 import zipfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import BinaryIO, NoReturn
-from urllib.parse import unquote
+from typing import NoReturn
 
 from charset_normalizer import from_bytes
-from python_multipart.exceptions import FormParserError, MultipartParseError
-from python_multipart.multipart import MultipartParser, parse_options_header
 from sqlalchemy import Engine, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
@@ -31,14 +27,13 @@ from sqlalchemy.orm import Session
 from autorag.errors import (
     Conflict,
     InvalidInput,
-    MalformedUpload,
     PayloadTooLarge,
     UnsupportedMediaType,
 )
 from autorag.ingest import guards
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
-from autorag.private_files import create_private, make_private_dir
+from autorag.private_files import make_private_dir
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
@@ -89,7 +84,6 @@ IMAGE_MAGIC: dict[str, tuple[bytes, ...]] = {
     "tiff": (b"II*\x00", b"MM\x00*"),
 }
 UPLOAD_JOB = "process_upload"
-FILE_FIELD = "file"
 MAX_NAME_CHARS = 120
 _SNIFF_BYTES = 64 * 1024
 # Bytes of a text file the charset check looks at (the NUL check reads everything).
@@ -100,8 +94,6 @@ _HTML_TAG = re.compile(rb"<\s*(!doctype|html|head|body|[a-z][a-z0-9]*[\s/>])", r
 # Windows forbids these in names; '%' is out too, since decoding it could spell '..' or '/'.
 _RESERVED = re.compile(r'[<>:"/\\|?*%]')
 _SPACES = re.compile(r"\s+")
-# Non-file form fields are ignored, but not without bound.
-_MAX_FIELD_BYTES = 64 * 1024
 _INCOMING_MAX_AGE_S = 24 * 3600
 
 _MAGIC = (
@@ -277,10 +269,10 @@ def _decodes_as_text(sample: bytes) -> bool:
     return from_bytes(sample).best() is not None
 
 
-# -- receiving a multipart body -------------------------------------------------------
+# -- a received file ------------------------------------------------------------------
 @dataclass(frozen=True)
 class ReceivedFile:
-    """A file part written to disk: where, the client's (raw) name, size and hash."""
+    """An uploaded file written to disk: where, the client's (raw) name, size and hash."""
 
     path: Path
     filename: str
@@ -290,165 +282,6 @@ class ReceivedFile:
     @property
     def doc_type(self) -> str:
         return upload_type(self.filename)
-
-
-class MultipartReceiver:
-    """Parses a ``multipart/form-data`` body fed in pieces; writes the ``file`` part.
-
-    The file part goes straight to ``directory`` while its SHA-256 is computed; past
-    ``max_bytes`` the receiver stops with ``PayloadTooLarge``. Feed with :meth:`feed`,
-    end with :meth:`finish`; call :meth:`discard` on any error to remove the partial file.
-    """
-
-    def __init__(self, content_type: str | None, directory: Path, *, max_bytes: int) -> None:
-        mime, params = parse_options_header(content_type or "")
-        if mime != b"multipart/form-data":
-            raise UnsupportedMediaType(
-                "upload with a multipart/form-data body holding a `file` part"
-            )
-        boundary = params.get(b"boundary")
-        if not boundary:
-            raise MalformedUpload("the multipart body has no boundary")
-        self.directory = directory
-        self.max_bytes = max_bytes
-        self._headers: list[tuple[bytes, bytes]] = []
-        self._field = b""
-        self._value = b""
-        self._sink: BinaryIO | None = None
-        self._in_file = False
-        self._file_done = False
-        self._field_bytes = 0
-        self._size = 0
-        self._digest = hashlib.sha256()
-        self._filename = ""
-        self._path: Path | None = None
-        self._ended = False
-        try:
-            self._parser = MultipartParser(
-                boundary,
-                callbacks={
-                    "on_part_begin": self._part_begin,
-                    "on_header_field": self._header_field,
-                    "on_header_value": self._header_value,
-                    "on_header_end": self._header_end,
-                    "on_headers_finished": self._headers_finished,
-                    "on_part_data": self._part_data,
-                    "on_part_end": self._part_end,
-                    "on_end": self._end,
-                },
-                max_header_count=16,
-            )
-        except FormParserError as exc:
-            raise MalformedUpload(f"the multipart boundary is not valid: {exc}") from exc
-
-    def feed(self, data: bytes) -> None:
-        if self._ended:
-            return  # an epilogue after the closing boundary is ignored
-        try:
-            self._parser.write(data)
-        except (MultipartParseError, FormParserError) as exc:
-            raise MalformedUpload(f"the multipart body is malformed: {exc}") from exc
-
-    def finish(self) -> ReceivedFile:
-        if not self._ended:
-            raise MalformedUpload("the multipart body ended before its closing boundary")
-        if not self._file_done or self._path is None:
-            raise InvalidInput(
-                f"the upload has no `{FILE_FIELD}` part with a file name", code="missing_file"
-            )
-        return ReceivedFile(self._path, self._filename, self._size, self._digest.hexdigest())
-
-    def discard(self) -> None:
-        self._close_sink()
-        if self._path is not None:
-            self._path.unlink(missing_ok=True)
-            self._path = None
-
-    # parser callbacks ----------------------------------------------------------------
-    def _part_begin(self) -> None:
-        self._headers = []
-        self._field = self._value = b""
-
-    def _header_field(self, data: bytes, start: int, end: int) -> None:
-        self._field += data[start:end]
-
-    def _header_value(self, data: bytes, start: int, end: int) -> None:
-        self._value += data[start:end]
-
-    def _header_end(self) -> None:
-        self._headers.append((self._field.strip().lower(), self._value.strip()))
-        self._field = self._value = b""
-
-    def _headers_finished(self) -> None:
-        disposition = next((v for k, v in self._headers if k == b"content-disposition"), None)
-        if disposition is None:
-            raise MalformedUpload("a multipart part has no Content-Disposition header")
-        kind, params = parse_options_header(disposition)
-        if kind != b"form-data":
-            raise MalformedUpload("a multipart part is not form-data")
-        name = params.get(b"name", b"").decode("utf-8", "replace")
-        filename = _disposition_filename(disposition, params)
-        self._in_file = filename is not None
-        if filename is None:
-            return
-        if name != FILE_FIELD:
-            raise InvalidInput(
-                f"unexpected file field {name!r}: send the file as `{FILE_FIELD}`",
-                code="unexpected_field",
-            )
-        if self._path is not None:
-            raise InvalidInput("upload one file per request", code="too_many_files")
-        self._filename = filename
-        doc_type = upload_type(sanitize_filename(filename))  # 415 before any byte is stored
-        make_private_dir(self.directory)
-        self._path = self.directory / f"{secrets.token_hex(16)}.{doc_type}"
-        self._sink = create_private(self._path)
-
-    def _part_data(self, data: bytes, start: int, end: int) -> None:
-        piece = data[start:end]
-        if not self._in_file:
-            self._field_bytes += len(piece)
-            if self._field_bytes > _MAX_FIELD_BYTES:
-                raise PayloadTooLarge("form fields besides the file are limited to 64 KiB")
-            return
-        self._size += len(piece)
-        if self._size > self.max_bytes:
-            raise PayloadTooLarge(
-                f"the file is over the {guards.human_size(self.max_bytes)} upload limit"
-            )
-        self._digest.update(piece)
-        assert self._sink is not None
-        self._sink.write(piece)
-
-    def _part_end(self) -> None:
-        if self._in_file:
-            self._close_sink()
-            self._file_done = True
-        self._in_file = False
-
-    def _end(self) -> None:
-        self._ended = True
-
-    def _close_sink(self) -> None:
-        if self._sink is not None:
-            self._sink.close()
-            self._sink = None
-
-
-def _disposition_filename(header: bytes, params: dict[bytes, bytes]) -> str | None:
-    """``filename*`` (RFC 5987, UTF-8) when given, else ``filename``; ``None`` if neither."""
-    extended = re.search(rb"filename\*\s*=\s*([^;]+)", header, re.IGNORECASE)
-    if extended:
-        charset, _, rest = extended.group(1).strip().strip(b'"').partition(b"'")
-        _language, _, encoded = rest.partition(b"'")
-        encoding = charset.decode("ascii", "replace") or "utf-8"
-        try:
-            return unquote(encoded.decode("ascii", "replace"), encoding=encoding, errors="replace")
-        except LookupError:
-            return unquote(encoded.decode("ascii", "replace"), errors="replace")
-    if b"filename" in params:
-        return params[b"filename"].decode("utf-8", "replace")
-    return None
 
 
 def sweep_incoming(directory: Path, *, max_age_s: float = _INCOMING_MAX_AGE_S) -> int:

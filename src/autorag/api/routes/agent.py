@@ -12,8 +12,9 @@ from starlette.concurrency import run_in_threadpool
 
 from autorag.api.auth import Principal, PrincipalDep, require
 from autorag.api.deps import AppDep, WorkspaceDep
+from autorag.api.multipart import receive_upload
 from autorag.api.routes.chat import ChatId, ServiceDep
-from autorag.api.routes.documents import MAX_ID, PoolDep, receive_upload
+from autorag.api.routes.documents import MAX_ID, PoolDep
 from autorag.auth.service import custom_instructions, set_custom_instructions
 from autorag.chat import attachments, memory, store
 from autorag.context import AppContext

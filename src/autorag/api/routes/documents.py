@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path as FsPath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
-from starlette.requests import ClientDisconnect
 
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
+from autorag.api.multipart import receive_upload
 from autorag.context import AppContext
-from autorag.errors import AutoragError, InvalidInput, PayloadTooLarge
 from autorag.ingest import documents as docs
-from autorag.ingest.guards import IngestLimits, human_size
+from autorag.ingest.guards import IngestLimits
 from autorag.ingest.ocr.service import UploadOcrMode
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import (
     UPLOAD_TYPES,
-    MultipartReceiver,
     ReceivedFile,
     StoredUpload,
     store_upload,
@@ -33,12 +30,6 @@ from autorag.store.catalog.models import DocumentRow, JobRow
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["documents"])
 
-# Multipart framing and small fields around the file; more than this is refused.
-FORM_OVERHEAD_BYTES = 1024**2
-# Body bytes read and dropped after a refusal, so the client reads the answer instead of
-# a reset connection; a bigger body is cut off.
-DRAIN_MAX_BYTES = 64 * 1024**2
-_FEED_BYTES = 1024**2  # body bytes handed to the parser thread at a time
 MAX_ID = 2**62
 
 DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="Document id")]
@@ -198,50 +189,6 @@ async def upload_document(
         pool.notify()
     row = docs.get_document(context.catalog, context.info, stored.document_id)
     return UploadOut(**_document(row).model_dump(), duplicate=stored.duplicate)
-
-
-async def receive_upload(request: Request, incoming: FsPath, limit: int) -> ReceivedFile:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit + FORM_OVERHEAD_BYTES:
-        if int(declared) <= DRAIN_MAX_BYTES:
-            await _drain(request)
-        raise PayloadTooLarge(f"the upload is over the {human_size(limit)} limit")
-    receiver = MultipartReceiver(request.headers.get("content-type"), incoming, max_bytes=limit)
-    read = 0
-    buffer = bytearray()
-    try:
-        async for chunk in request.stream():
-            read += len(chunk)
-            if read > limit + FORM_OVERHEAD_BYTES:
-                raise PayloadTooLarge(f"the upload is over the {human_size(limit)} limit")
-            buffer += chunk
-            if len(buffer) >= _FEED_BYTES:
-                await run_in_threadpool(receiver.feed, bytes(buffer))
-                buffer.clear()
-        await run_in_threadpool(receiver.feed, bytes(buffer))
-        return receiver.finish()
-    except ClientDisconnect:
-        receiver.discard()
-        raise InvalidInput("the client went away mid-upload", code="client_disconnected") from None
-    except AutoragError:
-        receiver.discard()
-        await _drain(request, already=read)
-        raise
-    except BaseException:
-        receiver.discard()
-        raise
-
-
-async def _drain(request: Request, already: int = 0) -> None:
-    """Read and drop the rest of the body (bounded) so the refusal reaches the client."""
-    read = already
-    try:
-        async for chunk in request.stream():
-            read += len(chunk)
-            if read > DRAIN_MAX_BYTES:
-                return
-    except (ClientDisconnect, RuntimeError):
-        return
 
 
 def _store(
