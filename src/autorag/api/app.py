@@ -9,11 +9,9 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from starlette.concurrency import run_in_threadpool
 from threadpoolctl import threadpool_limits
 
 from autorag import __version__
-from autorag.api.deps import search_slots
 from autorag.api.errors import install_error_handlers
 from autorag.api.middleware import BodyLimit, SecurityHeaders
 from autorag.api.routes import (
@@ -32,10 +30,8 @@ from autorag.api.routes import (
     web,
     workspaces,
 )
-from autorag.chat.service import ChatService
+from autorag.api.state import running_server
 from autorag.config import Settings, load_settings
-from autorag.context import AppContext, open_context
-from autorag.jobs.worker import WorkerPool
 from autorag.workspace import Workspace
 
 # A server's parallelism is its concurrent requests. A local model that also spreads
@@ -49,25 +45,15 @@ SERVER_MODEL_THREADS = "1"
 
 
 def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
-    """An app serving ``workspace``; its catalog is opened at start-up, closed at exit."""
+    """An app serving ``workspace``. Its server state (``autorag.api.state``) is built
+    and started at start-up, stopped at exit; routes reach it through ``api/deps.py``."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with server_model_threads():
-            context: AppContext = open_context(workspace, **overrides)
-            app.state.context = context
-            pool = WorkerPool(context, workers=context.settings.server.workers)
-            app.state.workers = pool
-            app.state.chat = chat_service = ChatService.for_context(context)
-            app.state.search_limiter = search_slots(context.settings.server.search_threads)
-            pool.start()
-            chat_service.router.start_polling(context.settings.llm.poll_seconds)
-            try:
+            async with running_server(workspace, **overrides) as server:
+                app.state.server = server
                 yield
-            finally:
-                chat_service.router.stop_polling()
-                await run_in_threadpool(pool.stop)
-                context.close()
 
     app = FastAPI(
         title="AutoRAG",
@@ -99,7 +85,6 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(models.router)
     app.include_router(agent.router)
     app.include_router(openai_compat.router)
-    # Last: its start-up (SimpleX, the peer node) needs the chat and DLP services.
     app.include_router(p2p.router)
     app.include_router(web.router)  # the web UI: / and /ui/{asset}; /docs and /redoc
     return app

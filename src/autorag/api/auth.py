@@ -7,15 +7,14 @@ Routes declare what they need with ``require("<permission>")``; the decision its
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from autorag.api.deps import AppDep
+from autorag.api.deps import AppDep, AuthDep
 from autorag.auth.keys import looks_like_key
 from autorag.auth.permissions import (
     ALL_PERMISSIONS,
@@ -28,10 +27,7 @@ from autorag.auth.permissions import (
     is_allowed,
     is_protected_caller,
 )
-from autorag.auth.ratelimit import LoginGuard
 from autorag.auth.service import UserInfo, get_session_user, resolve_api_key
-from autorag.auth.tokens import TokenSigner, load_or_create_secret
-from autorag.context import AppContext
 from autorag.errors import Forbidden, NotFound, Unauthorized
 
 
@@ -65,37 +61,7 @@ class Principal:
         return sorted(p for p in ALL_PERMISSIONS if self.can(p))
 
 
-@dataclass(frozen=True)
-class AuthState:
-    """Per-app authentication state, built at start-up."""
-
-    signer: TokenSigner
-    login_guard: LoginGuard
-    trusted_proxies: frozenset[str]  # whose X-Forwarded-For names the client
-
-
-@asynccontextmanager
-async def auth_lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Build the app's AuthState; runs after the app's own lifespan opened the context."""
-    context: AppContext = app.state.context
-    server = context.settings.server
-    secret = load_or_create_secret(context.workspace.data_dir)
-    for proxy in server.trusted_proxies:
-        ipaddress.ip_network(proxy, strict=False)  # a typo fails the start, not a login
-    app.state.auth = AuthState(
-        TokenSigner(secret, server.token_ttl_minutes * 60),
-        LoginGuard(server.login_attempts_per_minute),
-        frozenset(server.trusted_proxies),
-    )
-    yield
-
-
-def auth_state(request: Request) -> AuthState:
-    state: AuthState = request.app.state.auth
-    return state
-
-
-def client_address(request: Request) -> str:
+def client_address(request: Request, auth: AuthDep) -> str:
     """The client's address: the peer's, or, when the peer is one of
     ``server.trusted_proxies``, the nearest untrusted hop of ``X-Forwarded-For``.
 
@@ -103,7 +69,7 @@ def client_address(request: Request) -> str:
     serve` turns uvicorn's own handling of it off.
     """
     peer = request.client.host if request.client else "unknown"
-    trusted = auth_state(request).trusted_proxies
+    trusted = auth.trusted_proxies
     if not trusted or not _is_trusted(peer, trusted):
         return peer
     hops = [
@@ -116,6 +82,9 @@ def client_address(request: Request) -> str:
         if not _is_trusted(hop, trusted):
             return hop if _is_address(hop) else peer
     return peer
+
+
+ClientAddress = Annotated[str, Depends(client_address)]
 
 
 def _is_trusted(address: str, trusted: frozenset[str]) -> bool:
@@ -141,8 +110,8 @@ _bearer = HTTPBearer(
 
 
 def current_principal(
-    request: Request,
     context: AppDep,
+    auth: AuthDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal:
     """The caller, from ``Authorization: Bearer``; 401 without valid credentials."""
@@ -152,7 +121,7 @@ def current_principal(
     if looks_like_key(secret):
         user, key_scope, named_scopes = resolve_api_key(context.catalog, secret)
         return _principal(user, key_scope, "api_key", named_scopes)
-    claims = auth_state(request).signer.verify(secret)
+    claims = auth.signer.verify(secret)
     user = get_session_user(context.catalog, claims.user_id, claims.generation)
     return _principal(user, None, "token")
 

@@ -1,19 +1,32 @@
-"""Dependencies shared by routes: the application context and the workspace in a path."""
+"""Dependencies shared by routes: the parts of the running server, and the workspace in
+a path. The one module that reads the server's state (``autorag.api.state``)."""
 
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 from anyio import CapacityLimiter
 from fastapi import Depends, Path, Request
 
+from autorag.api.state import AuthState, ServerState
+from autorag.chat.service import ChatService
 from autorag.context import AppContext
+from autorag.dlp.service import DlpService
+from autorag.jobs.worker import WorkerPool
+from autorag.p2p.node import PeerNode
 
 
-def app_context(request: Request) -> AppContext:
-    context: AppContext = request.app.state.context
-    return context
+def server_state(request: Request) -> ServerState:
+    """The state ``create_app``'s start-up built (``app.state.server``)."""
+    state: ServerState = request.app.state.server
+    return state
+
+
+ServerDep = Annotated[ServerState, Depends(server_state)]
+
+
+def app_context(server: ServerDep) -> AppContext:
+    return server.context
 
 
 AppDep = Annotated[AppContext, Depends(app_context)]
@@ -30,14 +43,44 @@ def workspace_context(
 WorkspaceDep = Annotated[AppContext, Depends(workspace_context)]
 
 
-def search_slots(threads: int) -> CapacityLimiter:
-    """The limiter of HTTP searches: ``threads`` at once, or one per core (at least 2)."""
-    return CapacityLimiter(threads or max(2, os.cpu_count() or 2))
+def auth_state(server: ServerDep) -> AuthState:
+    return server.auth
 
 
-def search_limiter(request: Request) -> CapacityLimiter:
-    limiter: CapacityLimiter = request.app.state.search_limiter
-    return limiter
+AuthDep = Annotated[AuthState, Depends(auth_state)]
+
+
+def chat_service(server: ServerDep) -> ChatService:
+    return server.chat
+
+
+ChatServiceDep = Annotated[ChatService, Depends(chat_service)]
+
+
+def dlp_service(server: ServerDep) -> DlpService:
+    return server.dlp
+
+
+DlpServiceDep = Annotated[DlpService, Depends(dlp_service)]
+
+
+def worker_pool(server: ServerDep) -> WorkerPool:
+    return server.workers
+
+
+PoolDep = Annotated[WorkerPool, Depends(worker_pool)]
+
+
+def search_limiter(server: ServerDep) -> CapacityLimiter:
+    return server.search_limiter
 
 
 SearchSlots = Annotated[CapacityLimiter, Depends(search_limiter)]
+
+
+def peer_node(server: ServerDep) -> PeerNode | None:
+    """The P2P node; None when P2P is off or did not start."""
+    return server.p2p
+
+
+PeerNodeDep = Annotated[PeerNode | None, Depends(peer_node)]

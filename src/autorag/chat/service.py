@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 
 from autorag.agent.budget import ConcurrencyLimiter
 from autorag.agent.events import Emit, StatusEvent
@@ -83,12 +84,28 @@ class ChatService:
     ) -> None:
         self.settings = settings
         self.router = router
-        self.skills = dict(skills)
+        self._skills = dict(skills)
         self.limiter = ConcurrencyLimiter(settings.agent.max_concurrent_per_user)
 
     @classmethod
     def for_context(cls, app: AppContext) -> ChatService:
         return cls(app.settings, build_router(app), builtin_skills())
+
+    @property
+    def skills(self) -> Mapping[str, Skill]:
+        """Every skill the agent may call, by name (read-only: see ``register_skill``)."""
+        return MappingProxyType(self._skills)
+
+    def register_skill(self, skill: Skill) -> None:
+        """Offer ``skill`` to the agent under its own name, from the next answer on.
+
+        For skills that exist only while something runs (``peer_search`` with P2P up);
+        a name already taken is a wiring mistake and raises ``ValueError``.
+        """
+        name = skill.spec.name
+        if name in self._skills:
+            raise ValueError(f"a skill named {name!r} is registered already")
+        self._skills[name] = skill
 
     def answer(
         self,

@@ -11,10 +11,10 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from autorag.api.auth import Principal, PrincipalDep, require
-from autorag.api.deps import AppDep, WorkspaceDep
+from autorag.api.deps import AppDep, ChatServiceDep, PoolDep, WorkspaceDep
 from autorag.api.multipart import receive_upload
-from autorag.api.routes.chat import ChatId, ServiceDep
-from autorag.api.routes.documents import MAX_ID, PoolDep
+from autorag.api.routes.chat import ChatId
+from autorag.api.routes.documents import MAX_ID
 from autorag.auth.service import custom_instructions, set_custom_instructions
 from autorag.chat import attachments, memory, store
 from autorag.context import AppContext
@@ -89,7 +89,7 @@ def get_agent_config(
 
 @router.patch(WS + "/agent", response_model=AgentConfigIO, response_model_by_alias=True)
 def patch_agent_config(
-    principal: WorkspaceWrite, body: AgentConfigIO, context: WorkspaceDep, service: ServiceDep
+    principal: WorkspaceWrite, body: AgentConfigIO, context: WorkspaceDep, service: ChatServiceDep
 ) -> AgentConfigIO:
     """Enabled skills, system prompt template ({workspace}, {date}, {skills}), plan mode,
     default model and the constraints localLLMOnly, hybridSearchForced, citationRequired."""
@@ -116,7 +116,9 @@ def _config_out(config: AgentConfig) -> AgentConfigIO:
 
 
 @router.get(WS + "/skills", response_model=list[SkillOut])
-def list_skills(principal: ChatUse, context: WorkspaceDep, service: ServiceDep) -> list[SkillOut]:
+def list_skills(
+    principal: ChatUse, context: WorkspaceDep, service: ChatServiceDep
+) -> list[SkillOut]:
     """Every skill with its JSON schema, and whether this workspace enables it."""
     enabled = set(read_settings(context.catalog, context.info).agent.enabled_skills)
     return [

@@ -10,18 +10,11 @@ import logging
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
+from fastapi import APIRouter, Depends, Path, Query, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorag.api.auth import (
-    Principal,
-    PrincipalDep,
-    auth_lifespan,
-    auth_state,
-    client_address,
-    require,
-)
-from autorag.api.deps import AppDep
+from autorag.api.auth import ClientAddress, Principal, PrincipalDep, require
+from autorag.api.deps import AppDep, AuthDep
 from autorag.api.routes import setup_page
 from autorag.auth import service
 from autorag.auth.passwords import MAX_LENGTH as PASSWORD_MAX
@@ -30,7 +23,7 @@ from autorag.auth.service import ApiKeyInfo, UserInfo
 from autorag.errors import Forbidden, NotFound, RateLimited, Unauthorized
 
 log = logging.getLogger(__name__)
-router = APIRouter(tags=["auth"], lifespan=auth_lifespan)
+router = APIRouter(tags=["auth"])
 router.include_router(setup_page.router)
 
 Role = Literal["admin", "manager", "member"]
@@ -139,7 +132,7 @@ def setup(body: SetupBody, context: AppDep) -> UserOut:
     response_model=TokenOut,
     responses={401: {"description": "bad credentials"}, 429: {"description": "rate limited"}},
 )
-def login(body: LoginBody, request: Request, context: AppDep) -> TokenOut:
+def login(body: LoginBody, context: AppDep, auth: AuthDep, client: ClientAddress) -> TokenOut:
     """Exchange a username and password for a short-lived bearer token.
 
     Limits: attempts per client address per minute, and exponential backoff after
@@ -147,9 +140,7 @@ def login(body: LoginBody, request: Request, context: AppDep) -> TokenOut:
     slowed down). Password checks run a few at a time; a burst beyond that answers 429
     with Retry-After.
     """
-    state = auth_state(request)
-    client = client_address(request)
-    guard = state.login_guard
+    guard = auth.login_guard
     # The username is not logged: people type passwords into that field too.
     try:
         guard.attempt(client, body.username)
@@ -162,8 +153,8 @@ def login(body: LoginBody, request: Request, context: AppDep) -> TokenOut:
         log.warning("login refused from %s", client)
         raise
     guard.succeeded(client, body.username)
-    token = state.signer.issue(user.id, service.token_generation(context.catalog, user.id))
-    return TokenOut(access_token=token, expires_in=state.signer.ttl_seconds)
+    token = auth.signer.issue(user.id, service.token_generation(context.catalog, user.id))
+    return TokenOut(access_token=token, expires_in=auth.signer.ttl_seconds)
 
 
 @router.post("/api/auth/logout", status_code=NO_CONTENT, response_class=Response)

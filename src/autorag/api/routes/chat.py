@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
@@ -24,13 +24,13 @@ from autorag.agent.events import (
     ignore,
 )
 from autorag.api.auth import Principal, require
-from autorag.api.deps import WorkspaceDep
-from autorag.api.routes.dlp import workspace_dlp
+from autorag.api.deps import ChatServiceDep, WorkspaceDep
+from autorag.api.redaction import workspace_dlp
 from autorag.api.routes.documents import MAX_ID
 from autorag.api.sse import HEADERS, MEDIA_TYPE, ThreadedStream, sse
 from autorag.auth.service import custom_instructions
 from autorag.chat import store
-from autorag.chat.service import ChatOutcome, ChatService, ChatTurn, ChatUser
+from autorag.chat.service import ChatOutcome, ChatTurn, ChatUser
 from autorag.context import AppContext
 from autorag.dlp.service import DlpSession
 from autorag.errors import AutoragError
@@ -130,12 +130,6 @@ class TitlePatch(BaseModel):
     title: str = Field(min_length=1, max_length=200)
 
 
-def chat_service(request: Request) -> ChatService:
-    service: ChatService = request.app.state.chat
-    return service
-
-
-ServiceDep = Annotated[ChatService, Depends(chat_service)]
 ChatDlp = Annotated[DlpSession, Depends(workspace_dlp("chat"))]
 
 
@@ -149,7 +143,7 @@ async def chat_stream(
     principal: ChatPrincipal,
     body: ChatBody,
     context: WorkspaceDep,
-    service: ServiceDep,
+    service: ChatServiceDep,
     dlp: ChatDlp,
 ) -> StreamingResponse:
     """Answer with server-sent events. Closing the connection stops the answer."""
@@ -174,7 +168,7 @@ async def chat(
     principal: ChatPrincipal,
     body: ChatBody,
     context: WorkspaceDep,
-    service: ServiceDep,
+    service: ChatServiceDep,
     dlp: ChatDlp,
 ) -> AnswerOut:
     """Answer in one response (the same run as the stream, collected)."""
@@ -300,7 +294,7 @@ def set_chat_model(
     chat_id: ChatId,
     body: ModelPatch,
     context: WorkspaceDep,
-    service: ServiceDep,
+    service: ChatServiceDep,
 ) -> ChatOut:
     """The model this chat answers with (``null``: the workspace's and global defaults)."""
     chat = _own_chat(context, principal, chat_id)

@@ -5,55 +5,31 @@ Patterns and the history are installation-wide, so managing them needs ``dlp:adm
 in every workspace (an API key scoped to some workspaces cannot); changing patterns
 needs a password login or an API key with the ``admin:protection`` scope. Reading an original
 needs ``dlp:reveal``, which only a password login carries: a leaked API key reveals
-nothing. Other routes redact through ``workspace_dlp(channel)``.
+nothing. Other routes redact through ``autorag.api.redaction.workspace_dlp(channel)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorag.api.auth import Principal, PrincipalDep, require
-from autorag.api.deps import AppDep, WorkspaceDep
+from autorag.api.auth import Principal, require
+from autorag.api.deps import AppDep, DlpServiceDep
+from autorag.api.redaction import WidgetHeader
 from autorag.audit import AuditEvent
 from autorag.auth.service import get_user
-from autorag.context import AppContext
 from autorag.dlp.patterns import MAX_REGEX_CHARS
 from autorag.dlp.scanner import ScanResult
-from autorag.dlp.service import (
-    DlpContext,
-    DlpService,
-    DlpSession,
-    HistoryQuery,
-    source_from_widget,
-)
+from autorag.dlp.service import HistoryQuery, source_from_widget
 from autorag.dlp.store import PatternRecord
 from autorag.retrieval.filters import build_filters
 
-
-@asynccontextmanager
-async def dlp_lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """One DlpService per app: its pattern cache is shared by every request."""
-    context: AppContext = app.state.context
-    app.state.dlp = DlpService(context.catalog, context.settings.dlp)
-    yield
-
-
-router = APIRouter(prefix="/api/dlp", tags=["dlp"], lifespan=dlp_lifespan)
+router = APIRouter(prefix="/api/dlp", tags=["dlp"])
 MAX_TEXT = 100_000
 
-
-def dlp_service(request: Request) -> DlpService:
-    service: DlpService = request.app.state.dlp
-    return service
-
-
-DlpServiceDep = Annotated[DlpService, Depends(dlp_service)]
 AdminDep = Annotated[Principal, Depends(require("dlp:admin", every_workspace=True))]
 # Changing what DLP redacts weakens protection: a password login, or an API key with
 # the admin:protection scope (autorag.api.auth.require_protection).
@@ -62,42 +38,7 @@ ProtectDep = Annotated[
 ]
 RevealDep = Annotated[Principal, Depends(require("dlp:reveal", every_workspace=True))]
 ScanDep = Annotated[Principal, Depends(require("search:read"))]
-WidgetHeader = Annotated[
-    str | None,
-    Header(alias="X-Widget-Id", max_length=200, description="Set by the embeddable widget"),
-]
 PatternId = Annotated[int, Path(description="Pattern id", ge=1, le=2**31 - 1)]
-
-
-def workspace_dlp(channel: str) -> Callable[..., DlpSession]:
-    """A dependency: the DLP session of a request on ``/api/workspaces/{workspace}/…``.
-
-    Declare it after the route's ``require(…)``: it looks the workspace up.
-    """
-
-    def dependency(
-        principal: PrincipalDep,
-        context: WorkspaceDep,
-        service: DlpServiceDep,
-        widget: WidgetHeader = None,
-    ) -> DlpSession:
-        return dlp_session(service, principal, context, channel, widget)
-
-    return dependency
-
-
-def dlp_session(
-    service: DlpService,
-    principal: Principal,
-    context: AppContext,
-    channel: str,
-    widget: str | None = None,
-) -> DlpSession:
-    """The DLP session of ``principal`` acting in ``context``'s workspace."""
-    source = source_from_widget(widget)
-    return service.session(
-        DlpContext(source, channel, principal.user_id, principal.role, context.info.id)
-    )
 
 
 # -- schemas --------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from autorag.api.auth import Principal, require
-from autorag.api.deps import WorkspaceDep
+from autorag.api.deps import PoolDep, WorkspaceDep
 from autorag.api.multipart import receive_upload
 from autorag.context import AppContext
 from autorag.ingest import documents as docs
@@ -33,14 +33,6 @@ router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["documents"])
 MAX_ID = 2**62
 
 DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="Document id")]
-
-
-def worker_pool(request: Request) -> WorkerPool:
-    pool: WorkerPool = request.app.state.workers
-    return pool
-
-
-PoolDep = Annotated[WorkerPool, Depends(worker_pool)]
 
 
 class DocumentOut(BaseModel):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from autorag.api.auth import Principal, current_principal
-from autorag.api.deps import AppDep
+from autorag.api.deps import AppDep, AuthDep
 from autorag.errors import AutoragError
 from autorag.store.catalog.db import ping
 
@@ -30,8 +30,8 @@ async def healthz() -> dict[str, str]:
 
 
 def optional_principal(
-    request: Request,
     context: AppDep,
+    auth: AuthDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> Principal | None:
     """The caller if the request carries valid credentials; None otherwise (a probe with
@@ -39,7 +39,7 @@ def optional_principal(
     if credentials is None:
         return None
     try:
-        return current_principal(request, context, credentials)
+        return current_principal(context, auth, credentials)
     except AutoragError:
         return None
 

@@ -10,8 +10,7 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from autorag.api.auth import Principal, require
-from autorag.api.deps import AppDep
-from autorag.api.routes.chat import ServiceDep
+from autorag.api.deps import AppDep, ChatServiceDep
 from autorag.system_config import GLOBAL_DEFAULT_MODEL, get_value, set_value
 
 router = APIRouter(prefix="/api/models", tags=["models"])
@@ -55,7 +54,7 @@ class DefaultPut(BaseModel):
 async def list_models(
     principal: Annotated[Principal, Depends(require("chat:use"))],
     context: AppDep,
-    service: ServiceDep,
+    service: ChatServiceDep,
     refresh: Annotated[bool, Query(description="Ask every provider now")] = False,
 ) -> ModelsOut:
     """Providers with their availability (polled every ``llm.poll_seconds``) and models."""
@@ -88,7 +87,7 @@ def set_default_model(
     principal: Annotated[Principal, Depends(require("workspaces:admin", every_workspace=True))],
     body: DefaultPut,
     context: AppDep,
-    service: ServiceDep,
+    service: ChatServiceDep,
 ) -> DefaultsOut:
     """The installation's default model, under each chat's and workspace's own choice."""
     if body.model is not None:

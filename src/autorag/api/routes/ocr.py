@@ -10,14 +10,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from autorag.api.auth import Principal, require
-from autorag.api.deps import WorkspaceDep
+from autorag.api.deps import PoolDep, WorkspaceDep
 from autorag.context import AppContext
 from autorag.ingest.ocr import service, store
-from autorag.jobs.worker import WorkerPool
 from autorag.workspace_settings import read_settings, update_settings
 
 router = APIRouter(prefix="/api/workspaces/{workspace}/ocr", tags=["ocr"])
@@ -152,10 +151,9 @@ def get_job(_: ReadDep, context: WorkspaceDep, job_id: JobId) -> OcrJobDetailOut
 
 @router.post("/jobs/{job_id}/approve", response_model=OcrJobDetailOut)
 def approve_job(
-    principal: ReviewDep, request: Request, context: WorkspaceDep, job_id: JobId
+    principal: ReviewDep, pool: PoolDep, context: WorkspaceDep, job_id: JobId
 ) -> OcrJobDetailOut:
     """Index the text of a job waiting for review (409 unless it waits)."""
-    pool: WorkerPool = request.app.state.workers
     job = service.approve(
         context,
         job_id,

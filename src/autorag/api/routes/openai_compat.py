@@ -22,9 +22,9 @@ from starlette.concurrency import run_in_threadpool
 
 from autorag.agent.events import AgentEvent, TokenEvent, ignore
 from autorag.api.auth import Principal, PrincipalDep
-from autorag.api.deps import AppDep
-from autorag.api.routes.chat import ServiceDep, source_out
-from autorag.api.routes.dlp import DlpServiceDep, WidgetHeader, dlp_session
+from autorag.api.deps import AppDep, ChatServiceDep, DlpServiceDep
+from autorag.api.redaction import WidgetHeader, dlp_session
+from autorag.api.routes.chat import source_out
 from autorag.api.sse import HEADERS, MEDIA_TYPE, ThreadedStream
 from autorag.auth.service import custom_instructions
 from autorag.chat.service import ChatOutcome, ChatTurn, ChatUser
@@ -94,7 +94,7 @@ async def chat_completions(
     principal: PrincipalDep,
     body: CompletionBody,
     context: AppDep,
-    service: ServiceDep,
+    service: ChatServiceDep,
     dlp_service: DlpServiceDep,
     widget: WidgetHeader = None,
 ) -> dict[str, Any] | StreamingResponse:

@@ -1,63 +1,29 @@
-"""P2P: trusted peers, pending approvals, and asking a peer through this server."""
+"""P2P: trusted peers, pending approvals, and asking a peer through this server.
+
+The peer node itself is started with the server (``autorag.api.state``).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, FastAPI, Path, Request
+from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorag.agent.skills.peer_search import PEER_SEARCH, PeerSearch
 from autorag.api.auth import Principal, require
-from autorag.api.deps import AppDep
-from autorag.context import AppContext
+from autorag.api.deps import AppDep, PeerNodeDep
 from autorag.errors import Unavailable
 from autorag.p2p import wire
 from autorag.p2p.approvals import ApprovalRequest, approvals_of
 from autorag.p2p.node import PeerNode
 from autorag.p2p.registry import Peer, PeerRegistry
-from autorag.p2p.startup import start_p2p
 
 log = logging.getLogger(__name__)
 
 
-@asynccontextmanager
-async def p2p_lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """With ``p2p.enabled``: simplex-chat started, peers merged, queries served. When the
-    binary is missing the server says so once and serves everything else."""
-    app.state.p2p = None
-    context: AppContext = app.state.context
-    runtime = await start_p2p(context)
-    if runtime is None:
-        yield
-        return
-    node = PeerNode(
-        context,
-        runtime,
-        app.state.chat,
-        app.state.dlp,
-        query_timeout_s=context.settings.p2p.query_timeout_s,
-        approvals=approvals_of(context),
-    )
-    app.state.p2p = node
-    app.state.chat.skills[PEER_SEARCH] = PeerSearch(node, context.settings.p2p.peers_asked)
-    serving = asyncio.create_task(node.run())
-    try:
-        yield
-    finally:
-        serving.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await serving
-        await runtime.stop()
-
-
-router = APIRouter(prefix="/api/p2p", tags=["p2p"], lifespan=p2p_lifespan)
+router = APIRouter(prefix="/api/p2p", tags=["p2p"])
 P2PAdmin = Annotated[Principal, Depends(require("p2p:admin", every_workspace=True))]
 RequestId = Annotated[str, Path(alias="requestId", min_length=1, max_length=32)]
 
@@ -101,16 +67,15 @@ class StatusOut(BaseModel):
     running: bool  # the SimpleX connection is up and peer queries are served
 
 
-def _node(request: Request) -> PeerNode:
-    node: PeerNode | None = getattr(request.app.state, "p2p", None)
+def _running(node: PeerNode | None) -> PeerNode:
     if node is None:
         raise Unavailable("P2P is not running (p2p.enabled, and the simplex-chat binary)")
     return node
 
 
 @router.get("/status", response_model=StatusOut)
-def status(principal: P2PAdmin, request: Request) -> StatusOut:
-    return StatusOut(running=getattr(request.app.state, "p2p", None) is not None)
+def status(principal: P2PAdmin, node: PeerNodeDep) -> StatusOut:
+    return StatusOut(running=node is not None)
 
 
 @router.get("/peers", response_model=list[PeerOut])
@@ -142,10 +107,9 @@ def decide(
 
 
 @router.post("/ask")
-async def ask(principal: P2PAdmin, body: AskBody, request: Request) -> dict[str, Any]:
+async def ask(principal: P2PAdmin, body: AskBody, node: PeerNodeDep) -> dict[str, Any]:
     """Ask a trusted peer; its final reply as wire protocol v1 JSON."""
-    node = _node(request)
-    reply = await node.ask(body.peer, body.query, k=body.k, timeout_s=body.timeoutS)
+    reply = await _running(node).ask(body.peer, body.query, k=body.k, timeout_s=body.timeoutS)
     return reply.model_dump(exclude_none=True)
 
 

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autorag.api.auth import Principal, require
 from autorag.api.deps import SearchSlots, WorkspaceDep
-from autorag.api.routes.dlp import workspace_dlp
+from autorag.api.redaction import workspace_dlp
 from autorag.context import AppContext
 from autorag.dlp.scanner import ScanResult
 from autorag.dlp.service import DlpSession

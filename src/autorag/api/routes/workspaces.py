@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autorag import workspace_settings
 from autorag.api.auth import Principal, require, require_protection
-from autorag.api.deps import AppDep, WorkspaceDep
-from autorag.api.routes.documents import PoolDep, utc
+from autorag.api.deps import AppDep, PoolDep, WorkspaceDep
+from autorag.api.routes.documents import utc
 from autorag.ops import workspaces as ws
 from autorag.workspace_settings import WorkspaceSettings, read_settings
 
