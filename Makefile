@@ -32,6 +32,7 @@ lint: install
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy src
+	$(BIN)/lint-imports  ## the layer contracts in pyproject.toml
 
 bench: install  ## retrieval benchmark on SciFact (test split)
 	$(BIN)/autorag eval beir $(SCIFACT)

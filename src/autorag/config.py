@@ -160,7 +160,7 @@ class DlpSettings(BaseModel):
 
 
 class OcrSettings(BaseModel):
-    """OCR of scans and images (``autorag.ingest.ocr``): engines, bounds, the review bar."""
+    """OCR of scans and images (``autorag.ocr``): engines, bounds, the review bar."""
 
     enabled: bool = True
     # tesseract | rapidocr | vision; "auto": tesseract when installed, else rapidocr.

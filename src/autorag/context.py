@@ -112,16 +112,19 @@ class AppContext:
 
     def readiness(self) -> Readiness:
         """Seed 000's readiness of this workspace's index, with the reason."""
+        vectors: VectorStore | None = None
+        why = ""
         try:
-            vectors: VectorStore | None = self.vectors
-        except AutoragError:  # reported as unavailable, with the others' state
-            vectors = None
+            vectors = self.vectors
+        except AutoragError as exc:  # judged with the others' state: degraded or not
+            why = exc.message
         return check_readiness(
             self.catalog,
             self.info,
             search_paths=self.settings.search_paths,
             embedding_model=self.embedder.model_id,
             vectors=vectors,
+            vectors_error=why or "vector store could not be opened",
         )
 
     def for_workspace(self, info: WorkspaceInfo) -> AppContext:

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from autorag.config import LLMSettings, OcrSettings
-from autorag.ingest.ocr.base import EngineConfig, OcrEngine, build_engine
-from autorag.ingest.ocr.render import open_pages
+from autorag.ocr.base import EngineConfig, OcrEngine
+from autorag.ocr.engines import build_engine
+from autorag.ocr.render import open_pages
 from tests.ocr_samples import (
     char_accuracy,
     needs_rapidocr,

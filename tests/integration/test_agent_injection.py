@@ -21,7 +21,6 @@ from tests.samples import write_corpus
 from tests.workspaces import new_workspace
 
 from autorag.agent.events import AgentEvent
-from autorag.agent.skills import builtin_skills
 from autorag.agent.skills.base import Caller
 from autorag.auth.service import add_membership, create_user
 from autorag.chat.memory import get_memory, set_memory
@@ -33,6 +32,7 @@ from autorag.chat.service import (
     ChatUser,
     build_router,
 )
+from autorag.chat.skills import builtin_skills
 from autorag.context import AppContext, open_context
 from autorag.ingest.minsync import refresh
 from autorag.workspace import find_workspace

@@ -51,7 +51,7 @@ from tests.workspaces import catalog_url
 
 from autorag.auth import service
 from autorag.context import AppContext
-from autorag.ingest.ocr import store as ocr_store
+from autorag.ocr import store as ocr_store
 from autorag.p2p.approvals import Approvals, PendingSource
 from autorag.p2p.registry import PeerRegistry
 from autorag.store.catalog.db import create_catalog_engine

@@ -12,9 +12,7 @@ from sqlalchemy import delete, func, insert, select
 from tests.samples import write_docx, write_pdf
 from tests.workspaces import new_workspace
 
-from autorag.agent.skills.attachments import NO_ATTACHMENTS, DocumentTempProcess
 from autorag.agent.skills.base import SkillContext
-from autorag.agent.skills.memory import WorkspaceMemory
 from autorag.chat.attachments import (
     ATTACHMENT_JOB,
     abandon_attachment,
@@ -33,6 +31,8 @@ from autorag.chat.memory import (
     list_memory,
     set_memory,
 )
+from autorag.chat.skills.attachments import NO_ATTACHMENTS, DocumentTempProcess
+from autorag.chat.skills.memory import WorkspaceMemory
 from autorag.context import AppContext, open_context
 from autorag.errors import InvalidInput, NotFound, PayloadTooLarge, UnsupportedMediaType
 from autorag.ingest.minsync import refresh

@@ -17,6 +17,7 @@ from tests.workspaces import new_workspace
 from autorag.context import AppContext, open_context
 from autorag.ingest.chunker import chunk_document
 from autorag.ingest.minsync import refresh
+from autorag.ingest.readiness import Readiness, check_readiness
 from autorag.models import ParsedDocument, SearchFilters, Segment
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
@@ -106,6 +107,34 @@ def test_guard_d01_skips_vectors_when_models_differ(app: AppContext) -> None:
     assert response.hits and {h.legs for h in response.hits} == {"fts"}
     readiness = app.readiness()
     assert readiness.state == "degraded" and "reindex" in readiness.reason
+
+
+def test_vectors_of_another_size_leave_the_workspace_degraded_not_unavailable(
+    app: AppContext,
+) -> None:
+    """Another model configured, whose vectors have another size: the vector table cannot
+    be opened for it, yet search runs full-text only, so the workspace is degraded."""
+    _refresh(app)
+    stored = app.catalog.embedding_models(app.info.id)
+    why = "the vector table holds 384-dimension vectors, the model makes 768"
+
+    def readiness(model: str) -> Readiness:
+        return check_readiness(
+            app.catalog,
+            app.info,
+            search_paths=app.settings.search_paths,
+            embedding_model=model,
+            vectors=None,
+            vectors_error=why,
+        )
+
+    other = readiness("ollama:nomic-embed-text")
+    assert other.state == "degraded"
+    assert "not ollama:nomic-embed-text" in other.reason and "reindex" in other.reason
+    assert other.documents and other.chunks  # the rest of the report is still there
+    # The same model, yet the table cannot open: that is unavailable, with the reason.
+    (same,) = stored
+    assert (readiness(same).state, readiness(same).reason) == ("unavailable", why)
 
 
 def test_minsync_skips_unchanged_and_reembeds_only_touched_chunks(app: AppContext) -> None:

@@ -15,8 +15,8 @@ from typer.testing import CliRunner
 
 from autorag.cli.main import app as cli
 from autorag.context import AppContext, open_context
+from autorag.datasources import import_kakao
 from autorag.errors import Conflict, InvalidInput
-from autorag.ingest.datasources import import_kakao
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.models import DocumentRow

@@ -32,9 +32,9 @@ from tests.ocr_samples import (
 )
 
 from autorag.context import AppContext, open_context
-from autorag.ingest.ocr import service, store
 from autorag.ingest.uploads import ReceivedFile, store_upload
 from autorag.jobs.worker import WorkerPool
+from autorag.ocr import service, store
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import ChunkRow, DocumentRow

@@ -20,10 +20,10 @@ from tests.samples import write_corpus
 from tests.workspaces import new_workspace
 
 from autorag.agent.events import AgentEvent, CitationsEvent, PlanEvent, StatusEvent, TokenEvent
-from autorag.agent.skills import builtin_skills
 from autorag.agent.skills.base import SkillContext, SkillResult
 from autorag.chat import store
 from autorag.chat.service import ChatOutcome, ChatService, ChatTurn, build_router
+from autorag.chat.skills import builtin_skills
 from autorag.context import AppContext, open_context
 from autorag.errors import Forbidden, Unavailable
 from autorag.ingest.minsync import refresh

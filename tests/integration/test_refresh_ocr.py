@@ -28,9 +28,9 @@ from tests.ocr_samples import (
 
 from autorag.context import AppContext, open_context
 from autorag.ingest.minsync import RefreshReport, refresh
-from autorag.ingest.ocr import store
-from autorag.ingest.ocr.service import refresh_planner, run_ocr_job
 from autorag.jobs.worker import WorkerPool
+from autorag.ocr import store
+from autorag.ocr.service import refresh_planner, run_ocr_job
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import ChunkRow, DocumentRow

@@ -17,8 +17,9 @@ from tests.ocr_samples import page_image
 
 from autorag.config import LLMProviderSettings, LLMSettings, OcrSettings
 from autorag.errors import InvalidInput, Unavailable
-from autorag.ingest.ocr.base import EngineConfig, OcrEngine, build_engine
-from autorag.ingest.ocr.vision import MAX_SIDE_PX, USER_TEXT
+from autorag.ocr.base import EngineConfig, OcrEngine
+from autorag.ocr.engines import build_engine
+from autorag.ocr.vision import MAX_SIDE_PX, USER_TEXT
 
 MODEL = "ocr-vision"
 PAGE_TEXT = "Quarterly tariff sheet: freight to Quillhaven costs 42 credits per crate."

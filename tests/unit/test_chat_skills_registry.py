@@ -8,9 +8,9 @@ from typing import Any, cast
 
 import pytest
 
-from autorag.agent.skills import builtin_skills
 from autorag.agent.skills.base import SkillContext, SkillResult
 from autorag.chat.service import ChatService
+from autorag.chat.skills import builtin_skills
 from autorag.config import Settings
 from autorag.llm.base import ToolSpec
 from autorag.llm.router import ModelRouter

@@ -9,8 +9,8 @@ from pathlib import Path
 import docx
 import pytest
 
-from autorag.ingest.guards import IngestLimits, check_file, human_size
 from autorag.ingest.parsers import ParseError, parse_file
+from autorag.ingest.parsers.guards import IngestLimits, check_file, human_size
 
 LIMITS = IngestLimits()
 MIB = 1024**2

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from autorag.errors import Conflict, InvalidInput, PayloadTooLarge
-from autorag.ingest.datasources.kakao import (
+from autorag.datasources.kakao import (
     KakaoChat,
     build_chunks,
     check_namespace_free,
@@ -17,6 +16,7 @@ from autorag.ingest.datasources.kakao import (
     read_export,
     validate_instance,
 )
+from autorag.errors import Conflict, InvalidInput, PayloadTooLarge
 from autorag.sources import SourceRoot, is_datasource_id, normalize_source
 
 PC_KO = """\

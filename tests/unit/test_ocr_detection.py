@@ -10,11 +10,11 @@ from PIL import Image
 from tests.ocr_samples import image_bytes, mixed_pdf, page_image, scanned_pdf
 
 from autorag.errors import UnsupportedMediaType
-from autorag.ingest.guards import IngestLimits
-from autorag.ingest.ocr.merge import merged_document
-from autorag.ingest.ocr.store import OcrPage
 from autorag.ingest.parsers import ParseError, parse_file
+from autorag.ingest.parsers.guards import IngestLimits
 from autorag.ingest.uploads import sniff, upload_type
+from autorag.ocr.merge import merged_document
+from autorag.ocr.store import OcrPage
 
 LIMITS = IngestLimits()
 TEXT = (

@@ -11,11 +11,12 @@ from tests.ocr_samples import char_accuracy, needs_rapidocr, needs_tesseract, pa
 
 from autorag.config import LLMProviderSettings, LLMSettings, OcrSettings
 from autorag.errors import InvalidInput, Unavailable
-from autorag.ingest.ocr.base import EngineConfig, OcrResult, build_engine, local_engine
-from autorag.ingest.ocr.reader import Bar, Readers, upright
-from autorag.ingest.ocr.vision import VisionEngine
 from autorag.llm.ollama import OllamaProvider
 from autorag.llm.openai_compat import OpenAICompatProvider
+from autorag.ocr.base import EngineConfig, OcrResult
+from autorag.ocr.engines import build_engine, local_engine
+from autorag.ocr.reader import Bar, Readers, upright
+from autorag.ocr.vision import VisionEngine
 
 BAR = Bar(quality=0.75, credibility=0.6)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from autorag.ingest.ocr.quality import Scored, combine, credibility
-from autorag.ingest.ocr.vision import PROMPT, strip_grounding, vision_prompt
+from autorag.ocr.quality import Scored, combine, credibility
+from autorag.ocr.vision import PROMPT, strip_grounding, vision_prompt
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ from PIL import Image
 from pypdf import PdfWriter
 from tests.ocr_samples import page_image, scanned_pdf
 
-from autorag.ingest.ocr.render import OcrInputError, is_blank, open_pages
+from autorag.ocr.render import OcrInputError, is_blank, open_pages
 
 
 def _pdf(path: Path, sizes: list[tuple[float, float]], password: str | None = None) -> Path:

@@ -15,9 +15,9 @@ from pypdf import PdfReader, PdfWriter
 from reportlab.lib.pagesizes import A4
 from reportlab.pdfgen import canvas
 
-from autorag.ingest.guards import IngestLimits
 from autorag.ingest.parsers import PARSERS, ParseError, parse_file, parser_for
 from autorag.ingest.parsers.docx import DocxParser
+from autorag.ingest.parsers.guards import IngestLimits
 from autorag.ingest.parsers.html import HtmlParser
 from autorag.ingest.parsers.tabular import CsvParser, XlsxParser, group_rows
 from autorag.ingest.parsers.text import decode_text, markdown_title

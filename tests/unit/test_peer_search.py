@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from autorag.agent.skills.peer_search import _citations, _merge
 from autorag.models import Citation
 from autorag.p2p import wire
+from autorag.p2p.peer_search import _citations, _merge
 
 
 def _local(n: int) -> Citation:

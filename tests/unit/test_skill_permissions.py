@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from autorag.agent.skills.base import LOCAL_OPERATOR, NOBODY, Caller, SkillContext
-from autorag.agent.skills.memory import PERMISSIONS, WorkspaceMemory
 from autorag.auth.permissions import ALL_PERMISSIONS, ROLES, is_allowed
+from autorag.chat.skills.memory import PERMISSIONS, WorkspaceMemory
 from autorag.errors import Forbidden
 
 WORKSPACE = "default"

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from tests.samples import write_csv, write_docx, write_pdf, write_pptx, write_xlsx
 
 from autorag.errors import InvalidInput, UnsupportedMediaType
-from autorag.ingest.guards import IngestLimits
+from autorag.ingest.parsers.guards import IngestLimits
 from autorag.ingest.uploads import (
     sanitize_filename,
     sniff,

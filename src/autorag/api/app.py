@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
-from threadpoolctl import threadpool_limits
 
 from autorag import __version__
 from autorag.api.errors import install_error_handlers
@@ -32,16 +30,8 @@ from autorag.api.routes import (
 )
 from autorag.api.state import running_server
 from autorag.config import Settings, load_settings
+from autorag.runtime import server_model_threads
 from autorag.workspace import Workspace
-
-# A server's parallelism is its concurrent requests. A local model that also spreads
-# each call over every core makes those calls and the requests' other work fight over
-# the cores: on 2 cores, about twice the CPU per search (``autorag eval api``). So one
-# thread per model call, unless the operator set it: the local provider then leaves
-# torch's thread count alone. Effective when the model is first loaded after start-up,
-# as in ``autorag serve``, which loads it on the first search.
-MODEL_THREADS_ENV = "OMP_NUM_THREADS"
-SERVER_MODEL_THREADS = "1"
 
 
 def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
@@ -88,26 +78,6 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(p2p.router)
     app.include_router(web.router)  # the web UI: / and /ui/{asset}; /docs and /redoc
     return app
-
-
-@contextmanager
-def server_model_threads() -> Iterator[None]:
-    """Within: ``MODEL_THREADS_ENV`` as the server sets it, unless it is set already.
-
-    Also one BLAS thread for the in-memory vector scan: numpy is loaded before any
-    environment variable could say so, and its idle threads otherwise spin between
-    searches (about 40 % of a serving process's CPU on SciFact). Benchmarks measure
-    in-process searches inside it, to compare like with like.
-    """
-    with threadpool_limits(limits=1, user_api="blas"):
-        if MODEL_THREADS_ENV in os.environ:
-            yield
-            return
-        os.environ[MODEL_THREADS_ENV] = SERVER_MODEL_THREADS
-        try:
-            yield
-        finally:
-            os.environ.pop(MODEL_THREADS_ENV, None)
 
 
 def _install_cors(app: FastAPI, settings: Settings) -> None:

@@ -21,7 +21,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from autorag.api.errors import problem
 from autorag.api.multipart import DRAIN_MAX_BYTES, FORM_OVERHEAD_BYTES
-from autorag.ingest.guards import human_size
+from autorag.ingest.parsers.guards import human_size
 
 # The upload receiver's own bounds serve here too: FORM_OVERHEAD_BYTES of multipart framing
 # around the file, and DRAIN_MAX_BYTES of a refused body read and dropped so that a client

@@ -27,7 +27,7 @@ from autorag.errors import (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from autorag.ingest.guards import human_size
+from autorag.ingest.parsers.guards import human_size
 from autorag.ingest.uploads import ReceivedFile, sanitize_filename, upload_type
 from autorag.private_files import create_private, make_private_dir
 

@@ -21,7 +21,6 @@ from typing import Any
 from anyio import CapacityLimiter
 from starlette.concurrency import run_in_threadpool
 
-from autorag.agent.skills.peer_search import PeerSearch
 from autorag.auth.ratelimit import LoginGuard
 from autorag.auth.tokens import TokenSigner, load_or_create_secret
 from autorag.chat.service import ChatService
@@ -30,6 +29,7 @@ from autorag.dlp.service import DlpService
 from autorag.jobs.worker import WorkerPool
 from autorag.p2p.approvals import approvals_of
 from autorag.p2p.node import PeerNode
+from autorag.p2p.peer_search import PeerSearch
 from autorag.p2p.startup import start_p2p
 from autorag.workspace import Workspace
 

@@ -51,8 +51,8 @@ from autorag.errors import (
     UnsupportedMediaType,
 )
 from autorag.ingest.chunker import chunk_document
-from autorag.ingest.guards import human_size
 from autorag.ingest.parsers import ParseError, parse_file
+from autorag.ingest.parsers.guards import human_size
 from autorag.ingest.pipeline import embedding_text
 from autorag.ingest.uploads import sanitize_filename, sniff, upload_type
 from autorag.models import Chunk, Citation, ParsedDocument

@@ -14,12 +14,12 @@ from types import MappingProxyType
 from autorag.agent.budget import ConcurrencyLimiter
 from autorag.agent.events import Emit, StatusEvent
 from autorag.agent.orchestrator import AgentRequest, AgentResult, Orchestrator
-from autorag.agent.skills import builtin_skills
 from autorag.agent.skills.base import LOCAL_OPERATOR, UNKNOWN_VIA, Caller, Skill
 from autorag.auth.permissions import effective_scope
 from autorag.auth.service import get_active_user
 from autorag.chat import store
 from autorag.chat.redaction import RedactingEmitter
+from autorag.chat.skills import builtin_skills
 from autorag.config import Settings
 from autorag.context import AppContext
 from autorag.dlp.service import DlpSession

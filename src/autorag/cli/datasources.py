@@ -10,7 +10,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from autorag.cli._common import console, err_console, open_app, print_json
-from autorag.ingest.datasources import ImportReport, import_kakao
+from autorag.datasources import ImportReport, import_kakao
 from autorag.ingest.pipeline import IngestOutcome
 
 app = typer.Typer(help="Import datasources (chat exports) into the index.", no_args_is_help=True)

@@ -181,7 +181,7 @@ def refresh_command(
     ocr.enabled is false; see `autorag ocr jobs`.
     """
     from autorag.ingest.minsync import refresh, refresh_lock, scan_rules
-    from autorag.ingest.ocr.service import refresh_planner
+    from autorag.ocr.service import refresh_planner
 
     if method != "minsync":
         raise InvalidInput(f"unknown refresh method {method!r} (known: minsync)")
@@ -220,9 +220,9 @@ def refresh_command(
 def _read_scans(app: AppContext, progress: Progress) -> dict[str, int]:
     """Run the workspace's queued OCR jobs in this process: how many ended in each status."""
     # Imported here: the worker pool and the server's thread settings are heavy.
-    from autorag.api.app import server_model_threads
-    from autorag.ingest.ocr import store as ocr_store
     from autorag.jobs.worker import WorkerPool
+    from autorag.ocr import store as ocr_store
+    from autorag.runtime import server_model_threads
 
     engine = app.catalog.engine
     jobs = ocr_store.open_jobs(engine, app.info.id)

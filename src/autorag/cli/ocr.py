@@ -13,7 +13,7 @@ from rich.text import Text
 
 from autorag.cli._common import console, open_app, print_json
 from autorag.errors import InvalidInput
-from autorag.ingest.ocr import service, store
+from autorag.ocr import service, store
 
 app = typer.Typer(
     help="OCR of scanned pages and images: jobs, per-page results, approve or reject.\n\n"

@@ -98,8 +98,8 @@ def worker(
     Any number of workers and servers may share one PostgreSQL catalog: each job is
     claimed by exactly one of them. Ctrl+C lets running jobs finish.
     """
-    from autorag.api.app import server_model_threads
     from autorag.jobs.worker import WorkerPool
+    from autorag.runtime import server_model_threads
 
     workspace = current_workspace(ctx)
     with server_model_threads():

@@ -38,7 +38,6 @@ from typing import Any
 
 import httpx
 
-from autorag.api.app import server_model_threads
 from autorag.auth.service import create_api_key, create_user
 from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, Unavailable
@@ -48,6 +47,7 @@ from autorag.eval.runner import beir_workspace, index_corpus
 from autorag.ingest.pipeline import IngestOutcome
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
+from autorag.runtime import server_model_threads
 
 # The goals ("Numbers"), reported as met or missed, never asserted here.
 GOAL_OVERHEAD_P50_MS = 5.0

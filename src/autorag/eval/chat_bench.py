@@ -40,7 +40,6 @@ from httpx_sse import connect_sse
 
 from autorag.agent.events import AgentEvent, StatusEvent, TokenEvent
 from autorag.agent.skills.rag_search import SPEC as RAG_SEARCH_SPEC
-from autorag.api.app import server_model_threads
 from autorag.chat.service import ChatService, ChatTurn
 from autorag.context import AppContext, open_context
 from autorag.errors import AutoragError, InvalidInput
@@ -57,6 +56,7 @@ from autorag.eval.beir import BeirDataset
 from autorag.eval.metrics import percentile
 from autorag.eval.runner import beir_workspace, index_corpus
 from autorag.ingest.pipeline import IngestOutcome
+from autorag.runtime import server_model_threads
 
 # The goals ("Numbers"), reported as met or missed, never asserted here.
 GOAL_OVERHEAD_PER_ITERATION_MS = 10.0  # p50, in-process, model and skill time excluded

@@ -34,7 +34,7 @@ _OCR_DECIDED = frozenset({"ocr_review", "ocr_rejected", "ocr_empty"})
 # Scans OCR never read in their current version: queued as soon as OCR is on.
 _OCR_UNREAD = frozenset({"needs_ocr", "source_missing", "source_changed"})
 
-# Queues OCR of a document's pages (autorag.ingest.ocr.service.plan_ocr): the job's id,
+# Queues OCR of a document's pages (autorag.ocr.service.plan_ocr): the job's id,
 # or None when none was queued.
 OcrPlanner = Callable[[int, Sequence[int]], int | None]
 

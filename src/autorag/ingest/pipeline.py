@@ -17,9 +17,9 @@ from autorag.config import IngestSettings
 from autorag.dlp.service import DlpService
 from autorag.embeddings.base import EmbeddingProvider
 from autorag.ingest.chunker import chunk_document
-from autorag.ingest.guards import IngestLimits
 from autorag.ingest.parsers import parse_file
 from autorag.ingest.parsers.base import ParseError
+from autorag.ingest.parsers.guards import IngestLimits
 from autorag.models import Chunk, ParsedDocument
 from autorag.store.catalog.repository import (
     Catalog,
@@ -59,7 +59,7 @@ class IngestOutcome:
     chunks: int = 0
     error_code: str | None = None
     error: str | None = None
-    # Pages without a usable text layer, for OCR to read (autorag.ingest.ocr).
+    # Pages without a usable text layer, for OCR to read (autorag.ocr).
     ocr_pages: tuple[int, ...] = ()
 
 

@@ -33,7 +33,12 @@ def check_readiness(
     search_paths: list[str],
     embedding_model: str,
     vectors: VectorStore | None,
+    vectors_error: str = "vector store could not be opened",
 ) -> Readiness:
+    """The workspace's readiness. ``vectors`` is None when its vector store could not be
+    opened (``vectors_error`` says why): ``degraded`` when that is because the documents
+    were embedded with another model (search then runs full-text only, Guard D-01),
+    ``unavailable`` otherwise."""
     counts = catalog.status_counts(workspace.id)
     chunks = catalog.chunk_count(workspace.id)
     failed_rows = catalog.list_documents(workspace.id, status="failed", limit=1000)
@@ -50,8 +55,11 @@ def check_readiness(
             "needs_ocr": run.needs_ocr,
             "deleted": run.deleted,
         }
+    stored_models = catalog.embedding_models(workspace.id)
     if vectors is None:
-        report.state, report.reason = "unavailable", "vector store could not be opened"
+        other = _other_model(stored_models, embedding_model)
+        report.state = "degraded" if other else "unavailable"
+        report.reason = other or vectors_error
         return report
     try:
         report.vectors = vectors.count()
@@ -62,7 +70,7 @@ def check_readiness(
         report,
         run_status=run.status if run else None,
         search_paths=search_paths,
-        stored_models=catalog.embedding_models(workspace.id),
+        stored_models=stored_models,
         model=embedding_model,
     )
     return report
@@ -94,11 +102,9 @@ def _judge(
             f"{waiting} documents wait for background jobs (uploads, OCR): `autorag serve` "
             "or `autorag worker` runs them, `autorag refresh --ocr-now` runs OCR at once"
         )
-    if stored_models - {model}:
-        return "degraded", (
-            f"documents were embedded with {', '.join(sorted(stored_models - {model}))}, "
-            f"not {model}: vector search is off until `autorag reindex`"
-        )
+    other = _other_model(stored_models, model)
+    if other:
+        return "degraded", other
     if report.vectors < report.chunks:
         return "degraded", (
             f"{report.chunks - report.vectors} chunks have no vector: run `autorag reindex`"
@@ -107,6 +113,17 @@ def _judge(
     if real_failures:
         return "degraded", f"{len(real_failures)} files failed to index (listed below)"
     return "ready", f"{report.documents.get('ready', 0)} documents, {report.chunks} chunks indexed"
+
+
+def _other_model(stored_models: set[str], model: str) -> str:
+    """Why vector search is off when documents were embedded with another model; ''."""
+    others = stored_models - {model}
+    if not others:
+        return ""
+    return (
+        f"documents were embedded with {', '.join(sorted(others))}, not {model}: vector "
+        "search is off (full-text only) until `autorag reindex`"
+    )
 
 
 def _failure(document: DocumentRow) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from autorag.errors import (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
-from autorag.ingest import guards
+from autorag.ingest.parsers import guards
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
 from autorag.private_files import make_private_dir

@@ -20,12 +20,12 @@ import numpy.typing as npt
 from autorag.chat.attachments import ATTACHMENT_JOB, abandon_attachment, read_attachment
 from autorag.context import AppContext
 from autorag.errors import AutoragError, NotFound
-from autorag.ingest.ocr.service import ocr_wanted, plan_ocr, run_ocr_job
-from autorag.ingest.ocr.store import OCR_JOB
 from autorag.ingest.pipeline import Indexer
 from autorag.ingest.reembed import REEMBED_JOB, reembed_workspace
 from autorag.ingest.uploads import UPLOAD_JOB, process_upload, set_status, sweep_incoming
 from autorag.models import SearchFilters
+from autorag.ocr.service import ocr_wanted, plan_ocr, run_ocr_job
+from autorag.ocr.store import OCR_JOB
 from autorag.ops.workspaces import workspace_by_id
 from autorag.store.catalog import queue
 from autorag.store.vectors import VectorRecord, VectorStore

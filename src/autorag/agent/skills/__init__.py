@@ -1,13 +1,3 @@
-"""Skills the agent can call, registered by name."""
-
-from __future__ import annotations
-
-from autorag.agent.skills.attachments import DocumentTempProcess
-from autorag.agent.skills.base import Skill
-from autorag.agent.skills.memory import WorkspaceMemory
-from autorag.agent.skills.rag_search import RagSearch
-
-
-def builtin_skills() -> dict[str, Skill]:
-    skills: list[Skill] = [RagSearch(), WorkspaceMemory(), DocumentTempProcess()]
-    return {skill.spec.name: skill for skill in skills}
+"""Skills the agent can call: the protocol (``base``) and the workspace search
+(``rag_search``). A feature's skill lives with its feature (``chat.skills``,
+``p2p.peer_search``) and is registered by name with the chat service."""

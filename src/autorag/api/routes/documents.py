@@ -14,8 +14,7 @@ from autorag.api.deps import PoolDep, WorkspaceDep
 from autorag.api.multipart import receive_upload
 from autorag.context import AppContext
 from autorag.ingest import documents as docs
-from autorag.ingest.guards import IngestLimits
-from autorag.ingest.ocr.service import UploadOcrMode
+from autorag.ingest.parsers.guards import IngestLimits
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import (
     UPLOAD_TYPES,
@@ -24,6 +23,7 @@ from autorag.ingest.uploads import (
     store_upload,
 )
 from autorag.jobs.worker import WorkerPool
+from autorag.ocr.service import UploadOcrMode
 from autorag.ops.workspaces import workspace_by_id
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, JobRow

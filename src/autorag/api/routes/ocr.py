@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from autorag.api.auth import Principal, require
 from autorag.api.deps import PoolDep, WorkspaceDep
 from autorag.context import AppContext
-from autorag.ingest.ocr import service, store
+from autorag.ocr import service, store
 from autorag.workspace_settings import read_settings, update_settings
 
 router = APIRouter(prefix="/api/workspaces/{workspace}/ocr", tags=["ocr"])

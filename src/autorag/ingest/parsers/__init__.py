@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# A module import, not names: guards imports ParseError from this package, and
-# `from ... import name` would fail when guards is the module imported first.
-from autorag.ingest import guards
+from autorag.ingest.parsers import guards
 from autorag.ingest.parsers.base import ParseError, Parser
 from autorag.ingest.parsers.docx import DocxParser
 from autorag.ingest.parsers.html import HtmlParser

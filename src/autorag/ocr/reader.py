@@ -9,9 +9,9 @@ from typing import Literal, Protocol, runtime_checkable
 from PIL import Image
 
 from autorag.errors import AutoragError
-from autorag.ingest.ocr.base import OcrEngine, OcrResult
-from autorag.ingest.ocr.quality import credibility
-from autorag.ingest.ocr.render import is_blank
+from autorag.ocr.base import OcrEngine, OcrResult
+from autorag.ocr.quality import credibility
+from autorag.ocr.render import is_blank
 
 PageStatus = Literal["queued", "done", "low", "blank", "failed", "skipped"]
 OcrMode = Literal["auto", "vision"]

@@ -16,7 +16,7 @@ import numpy as np
 from PIL import Image
 
 from autorag.errors import Unavailable
-from autorag.ingest.ocr.base import EngineConfig, OcrResult
+from autorag.ocr.base import EngineConfig, OcrResult
 
 # Tesseract's codes for what the bundled models read.
 _BUNDLED_LANGUAGES = frozenset({"eng", "chi_sim", "chi_tra"})

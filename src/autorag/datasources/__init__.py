@@ -1,7 +1,7 @@
 """Datasources: records that are not files under a search path, indexed as documents
 with origin ``datasource`` and identities ``/<kind>/<instance>/...`` (seed 000)."""
 
-from autorag.ingest.datasources.kakao import (
+from autorag.datasources.kakao import (
     ImportReport,
     KakaoChat,
     KakaoChunk,
@@ -11,7 +11,7 @@ from autorag.ingest.datasources.kakao import (
     parse_kakao,
     read_export,
 )
-from autorag.ingest.datasources.sync import DatasourceRecord, SyncReport, sync_namespace
+from autorag.datasources.sync import DatasourceRecord, SyncReport, sync_namespace
 
 __all__ = [
     "DatasourceRecord",

@@ -28,14 +28,15 @@ from autorag import audit
 from autorag.context import AppContext
 from autorag.errors import AutoragError, Conflict, InvalidInput, NotFound
 from autorag.ingest.minsync import OcrPlanner
-from autorag.ingest.ocr import store
-from autorag.ingest.ocr.base import EngineConfig, OcrEngine, build_engine, local_engine
-from autorag.ingest.ocr.merge import merged_document
-from autorag.ingest.ocr.quality import Scored, combine, visible_chars
-from autorag.ingest.ocr.reader import Bar, OcrMode, PageRead, Readers
-from autorag.ingest.ocr.render import Rendered, open_pages
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome, file_hash
 from autorag.ingest.uploads import stored_path
+from autorag.ocr import store
+from autorag.ocr.base import EngineConfig, OcrEngine
+from autorag.ocr.engines import build_engine, local_engine
+from autorag.ocr.merge import merged_document
+from autorag.ocr.quality import Scored, combine, visible_chars
+from autorag.ocr.reader import Bar, OcrMode, PageRead, Readers
+from autorag.ocr.render import Rendered, open_pages
 from autorag.sources import to_real_path
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta

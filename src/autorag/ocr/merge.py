@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from autorag.ingest.guards import IngestLimits
-from autorag.ingest.ocr.quality import visible_chars
-from autorag.ingest.ocr.store import OcrPage
 from autorag.ingest.parsers import parse_file
+from autorag.ingest.parsers.guards import IngestLimits
 from autorag.models import ParsedDocument, Segment
+from autorag.ocr.quality import visible_chars
+from autorag.ocr.store import OcrPage
 
 _READ = ("done", "low")  # page statuses that carry OCR text
 

@@ -21,10 +21,10 @@ from PIL import Image
 
 from autorag.config import LLMProviderSettings
 from autorag.errors import InvalidInput, Unavailable
-from autorag.ingest.ocr.base import EngineConfig, OcrResult
-from autorag.ingest.ocr.quality import credibility
 from autorag.llm.base import ChatImage, ChatMessage, LLMProvider
 from autorag.llm.registry import build_provider
+from autorag.ocr.base import EngineConfig, OcrResult
+from autorag.ocr.quality import credibility
 
 PROMPT = (
     "You are an OCR engine. Transcribe all the text in the image exactly as written, in "

@@ -15,7 +15,7 @@ from typing import Any, Self
 from PIL import Image
 
 from autorag.errors import Unavailable
-from autorag.ingest.ocr.base import EngineConfig, OcrResult
+from autorag.ocr.base import EngineConfig, OcrResult
 
 # Automatic page segmentation without orientation detection: turning a page costs a
 # second pass, so the caller asks for it (``orientation``) only when a read is poor.

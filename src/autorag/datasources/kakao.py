@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Literal
 
 from charset_normalizer import from_bytes
 
+from autorag.datasources.sync import DatasourceRecord, sync_namespace
 from autorag.errors import Conflict, InvalidInput, PayloadTooLarge
-from autorag.ingest.datasources.sync import DatasourceRecord, sync_namespace
-from autorag.ingest.guards import human_size
 from autorag.ingest.minsync import RefreshObserver, refresh_lock
+from autorag.ingest.parsers.guards import human_size
 from autorag.ingest.pipeline import IngestOutcome
 from autorag.sources import SourceRoot
 
