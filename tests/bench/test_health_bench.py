@@ -22,7 +22,7 @@ import pytest
 from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
-from tests.e2e.web_helpers import free_port
+from tests.bench.serving import autorag_serve
 from tests.samples import write_corpus
 from tests.workspaces import new_workspace
 
@@ -83,17 +83,8 @@ def test_healthz_stays_fast_while_searches_saturate_the_server(tmp_path: Path) -
     _, key = create_api_key(context.catalog, "loader", "bench", [])
     context.close()
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (tmp_path / "serve.log").open("wb")
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "autorag", "-w", str(workspace.root), "serve", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    try:
-        _wait_up(url, serve)
+    with autorag_serve(workspace, tmp_path / "serve.log") as served:
+        url = served.url
         # Warm the model (loaded on the first search) before measuring.
         headers = {"Authorization": f"Bearer {key}"}
         warm = httpx.post(
@@ -113,10 +104,6 @@ def test_healthz_stays_fast_while_searches_saturate_the_server(tmp_path: Path) -
         busy = _probe(url, LOAD_S - 4.0)
         out, _ = load.communicate(timeout=LOAD_S + 180)
         searches = json.loads(out)
-    finally:
-        serve.terminate()
-        serve.wait(30)
-        log.close()
     p50, p99 = _percentile(busy, 0.5), _percentile(busy, 0.99)
     print(
         f"\n/healthz with {CLIENTS} search clients on {os.cpu_count()} CPUs: "
@@ -126,19 +113,6 @@ def test_healthz_stays_fast_while_searches_saturate_the_server(tmp_path: Path) -
     )
     assert searches["ok"] > CLIENTS  # the server really was busy
     assert p99 <= GOAL_P99_MS
-
-
-def _wait_up(url: str, serve: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        assert serve.poll() is None, "autorag serve exited"
-        time.sleep(0.1)
-    raise AssertionError("autorag serve did not start")
 
 
 def _probe(url: str, seconds: float) -> list[float]:

@@ -10,9 +10,6 @@ few hashes' worth), and the excess is turned away quickly (429) instead of queue
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -21,8 +18,7 @@ import pytest
 
 from autorag.auth.service import create_user
 from autorag.context import open_context
-from tests.bench.test_health_bench import _wait_up
-from tests.e2e.web_helpers import free_port
+from tests.bench.serving import autorag_serve
 from tests.workspaces import new_workspace
 
 LOGINS = 80
@@ -42,21 +38,12 @@ def test_a_login_flood_costs_bounded_memory(tmp_path: Path) -> None:
     context = open_context(workspace)
     create_user(context.catalog, "target", "quartz-meadow-lantern-58", "member")
     context.close()
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (tmp_path / "serve.log").open("wb")
-    serve = subprocess.Popen(
-        [sys.executable, "-m", "autorag", "-w", str(workspace.root), "serve", "--port", str(port)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        env={**os.environ, "NO_COLOR": "1"},
-    )
-    try:
-        _wait_up(url, serve)
+    with autorag_serve(workspace, tmp_path / "serve.log") as served:
+        url = served.url
         # One login first: argon2's first allocation is part of the baseline.
         body = {"username": "target", "password": "quartz-meadow-lantern-58"}
         assert httpx.post(f"{url}/api/auth/login", json=body, timeout=60).status_code == 200
-        before = _peak_mib(serve.pid)
+        before = _peak_mib(served.process.pid)
 
         def attempt(n: int) -> int:
             # Each from its own loopback address, so that the per-address limit does not
@@ -68,11 +55,7 @@ def test_a_login_flood_costs_bounded_memory(tmp_path: Path) -> None:
 
         with ThreadPoolExecutor(LOGINS) as pool:
             codes = list(pool.map(attempt, range(LOGINS)))
-        after = _peak_mib(serve.pid)
-    finally:
-        serve.terminate()
-        serve.wait(30)
-        log.close()
+        after = _peak_mib(served.process.pid)
     counts = {code: codes.count(code) for code in sorted(set(codes))}
     print(
         f"\n{LOGINS} parallel logins: answers {counts}; server peak memory "

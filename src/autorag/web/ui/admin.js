@@ -6,7 +6,7 @@ import {
   clear, confirmDialog, copyText, debounce, emptyState, errorNotice, field, fmtDate, h, icon, inlineField, loading, modal,
   setFieldError, timeEl, toast,
 } from "./dom.js";
-import { app, setHashQuietly } from "./main.js";
+import { app, setHashQuietly } from "./state.js";
 
 const ROLES = [["member", "Member: reads, searches and chats in their workspaces"], ["manager", "Manager: also changes workspace settings and policy"], ["admin", "Admin: everything, in every workspace"]];
 

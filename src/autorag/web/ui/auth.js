@@ -2,7 +2,7 @@
 
 import { api, ApiError, saveSession } from "./api.js";
 import { clear, field, h, icon, setFieldError } from "./dom.js";
-import { themeToggle } from "./main.js";
+import { themeToggle } from "./theme.js";
 
 const USERNAME = "[a-z0-9_.\\-]{2,64}";
 

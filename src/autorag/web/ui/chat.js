@@ -7,7 +7,7 @@ import {
   announce, clear, confirmDialog, copyText, emptyState, errorNotice, field, fmtRelative,
   h, icon, loading, modal, modKey, richSnippet, toast,
 } from "./dom.js";
-import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./main.js";
+import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./state.js";
 import { legsBadges, renderAnswer } from "./render.js";
 
 const views = new Map(); // workspace -> ChatView (kept: a stream goes on while you look elsewhere)

@@ -5,7 +5,7 @@ import { api, uploadFile, ws } from "./api.js";
 import {
   announce, clear, confirmDialog, emptyState, errorNotice, fmtBytes, fmtDate, h, icon, loading, modal, timeEl, toast,
 } from "./dom.js";
-import { app, currentRoute, setHashQuietly } from "./main.js";
+import { app, currentRoute, setHashQuietly } from "./state.js";
 
 const TYPES = ["pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"];
 const EXTENSIONS = new Set([...TYPES, "htm", "markdown"]);

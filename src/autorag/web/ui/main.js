@@ -1,30 +1,16 @@
-// The app: session, workspace, theme, the shell (navigation) and the hash router.
+// The app: session, workspace, the shell (navigation) and the hash router; it loads the
+// pages and connects its shell to state.js, which the pages use (theme: theme.js).
 // Pages live in the URL's fragment (#/chat/7, #/documents, #/search?q=…): deep links
 // and the back button work, and the server serves one page for all of them.
 
 import { api, ApiError, clearSession, session, sessionExpired, setUnauthorizedHandler } from "./api.js";
 import { renderLogin, renderSetup } from "./auth.js";
 import { announce, clear, h, icon, modKey, toast } from "./dom.js";
+import { app, connectShell, currentRoute, navigate, refreshModels, setTitle, signOut } from "./state.js";
+import { themeToggle } from "./theme.js";
 
 const root = document.getElementById("app");
-const THEME_KEY = "autorag.theme";
 const WORKSPACE_KEY = "autorag.workspace";
-
-/** Shared state of the signed-in app. */
-export const app = {
-  me: null,
-  workspaces: [],
-  workspace: null,
-  models: null,
-  listeners: new Map(),
-  can(permission) { return Boolean(this.me && this.me.permissions.includes(permission)); },
-  on(event, fn) {
-    if (!this.listeners.has(event)) this.listeners.set(event, new Set());
-    this.listeners.get(event).add(fn);
-    return () => this.listeners.get(event).delete(fn);
-  },
-  emit(event, value) { for (const fn of this.listeners.get(event) || []) fn(value); },
-};
 
 const PAGES = {
   chat: { title: "Chat", icon: "chat", load: () => import("./chat.js") },
@@ -35,67 +21,7 @@ const PAGES = {
   p2p: { title: "P2P", icon: "peers", load: () => import("./p2p.js"), visible: () => app.can("p2p:admin") || app.can("policy:write") },
 };
 
-// -- theme ------------------------------------------------------------------------------------
-const THEMES = ["system", "light", "dark"];
-export function theme() {
-  const saved = localStorage.getItem(THEME_KEY);
-  return THEMES.includes(saved) ? saved : "system";
-}
-export function setTheme(value) {
-  if (value === "system") {
-    localStorage.removeItem(THEME_KEY);
-    delete document.documentElement.dataset.theme;
-  } else {
-    localStorage.setItem(THEME_KEY, value);
-    document.documentElement.dataset.theme = value;
-  }
-  for (const button of document.querySelectorAll(".theme-toggle")) paintThemeToggle(button);
-  announce(`Theme: ${value}`);
-}
-function paintThemeToggle(button) {
-  const current = theme();
-  const next = THEMES[(THEMES.indexOf(current) + 1) % THEMES.length];
-  const name = { system: "monitor", light: "sun", dark: "moon" }[current];
-  const label = button.querySelector(".label");
-  button.replaceChildren(icon(name), label || h("span", { class: "label" }));
-  const text = button.querySelector(".label");
-  text.textContent = `${current[0].toUpperCase()}${current.slice(1)} theme`;
-  button.setAttribute("aria-label", `Theme: ${current}. Switch to ${next}`);
-  button.title = `Theme: ${current} (switch to ${next})`;
-}
-export function themeToggle({ compact = false } = {}) {
-  const button = h("button", {
-    class: ["btn ghost theme-toggle", compact ? "icon-only" : ""], type: "button",
-    on: { click: () => setTheme(THEMES[(THEMES.indexOf(theme()) + 1) % THEMES.length]) },
-  });
-  paintThemeToggle(button);
-  if (compact) button.querySelector(".label").classList.add("sr-only");
-  return button;
-}
-
 // -- routing ----------------------------------------------------------------------------------
-export function currentRoute() {
-  const raw = location.hash.replace(/^#\/?/, "");
-  const [path, qs = ""] = raw.split("?");
-  const parts = path.split("/").filter(Boolean).map((p) => { try { return decodeURIComponent(p); } catch { return p; } });
-  return { page: parts[0] || "", rest: parts.slice(1), query: new URLSearchParams(qs) };
-}
-
-export function navigate(hash, { replace = false } = {}) {
-  const target = hash.startsWith("#") ? hash : `#${hash}`;
-  if (replace) {
-    history.replaceState(null, "", target);
-    route();
-  } else if (location.hash === target) route();
-  else location.hash = target;
-}
-
-/** Change the address without rendering again (the page already shows it). */
-export function setHashQuietly(hash) {
-  history.replaceState(null, "", hash.startsWith("#") ? hash : `#${hash}`);
-  markNav();
-}
-
 let shell = null;
 let current = { key: null, cleanup: null };
 let returnTo = null;
@@ -168,8 +94,7 @@ function teardown() {
   current = { key: null, cleanup: null };
 }
 
-export function setTitle(title) {
-  document.title = `${title}${app.workspace ? ` · ${app.workspace}` : ""} · AutoRAG`;
+function paintTitle() {
   const name = shell && shell.querySelector(".page-name");
   if (name) name.textContent = app.workspace ? `Workspace: ${app.workspace}` : "";
 }
@@ -186,21 +111,7 @@ async function loadIdentity() {
   refreshModels().catch(() => {});
 }
 
-export async function refreshModels(refresh = false) {
-  if (!app.can("chat:use")) return null;
-  app.models = await api("/api/models", { query: refresh ? { refresh: "true" } : undefined });
-  app.emit("models", app.models);
-  return app.models;
-}
-
-export async function reloadWorkspaces(select) {
-  const listed = await api("/api/workspaces");
-  app.workspaces = listed.workspaces.map((w) => w.name);
-  if (select) setWorkspace(select);
-  else if (shell) paintWorkspaces();
-}
-
-export function setWorkspace(name) {
+function setWorkspace(name) {
   if (name === app.workspace) return;
   app.workspace = name;
   localStorage.setItem(WORKSPACE_KEY, name);
@@ -220,7 +131,7 @@ function signedIn() {
   else location.hash = target;
 }
 
-export function signOut(reason) {
+function endSession(reason) {
   clearSession();
   app.me = null;
   app.models = null;
@@ -237,7 +148,7 @@ setUnauthorizedHandler(() => {
   if (signingOut) return; // several requests may fail at once: one sign-out
   signingOut = true;
   returnTo = location.hash;
-  signOut({ kind: "warn", text: "Your session has ended. Sign in again to continue." });
+  endSession({ kind: "warn", text: "Your session has ended. Sign in again to continue." });
 });
 
 // -- the shell ----------------------------------------------------------------------------------
@@ -351,6 +262,7 @@ function showRouteError(error) {
 }
 
 // -- start --------------------------------------------------------------------------------------
+connectShell({ route, markNav, paintTitle, paintWorkspaces, setWorkspace, signOut: endSession });
 if (location.pathname === "/setup") {
   renderSetup(root, { onSignedIn: () => { location.replace("/#/documents"); } });
 } else {

@@ -3,7 +3,7 @@
 
 import { api, ws } from "./api.js";
 import { announce, clear, confirmDialog, emptyState, errorNotice, field, h, icon, inlineField, loading, richSnippet, timeEl, toast } from "./dom.js";
-import { app } from "./main.js";
+import { app } from "./state.js";
 
 const LEVELS = [["share", "share — trusted peers may get it"], ["ask", "ask — each peer query waits for approval"], ["private", "private — never leaves this machine"]];
 const POLL_MS = 5000;

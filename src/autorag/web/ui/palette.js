@@ -2,7 +2,8 @@
 // combobox over a listbox: type to filter, arrows to move, Enter to run, Escape to close.
 
 import { h, icon, modKey, toast, uid } from "./dom.js";
-import { app, navigate, refreshModels, setTheme, signOut, theme } from "./main.js";
+import { app, navigate, refreshModels, signOut } from "./state.js";
+import { setTheme, theme } from "./theme.js";
 
 function modelItems(current, onPick) {
   const list = (app.models && app.models.models) || [];

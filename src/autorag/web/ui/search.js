@@ -3,7 +3,7 @@
 
 import { api, ws } from "./api.js";
 import { clear, emptyState, errorNotice, h, icon, loading, richSnippet } from "./dom.js";
-import { app, setHashQuietly } from "./main.js";
+import { app, setHashQuietly } from "./state.js";
 import { legsBadges } from "./render.js";
 
 const TYPES = ["pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"];

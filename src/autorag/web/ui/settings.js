@@ -4,7 +4,7 @@
 
 import { api, ws } from "./api.js";
 import { clear, errorNotice, field, h, icon, inlineField, loading, setFieldError, toast } from "./dom.js";
-import { app, refreshModels, reloadWorkspaces } from "./main.js";
+import { app, refreshModels, reloadWorkspaces } from "./state.js";
 
 const CONSTRAINTS = [
   ["localLLMOnly", "Local models only", "Hosted models are refused; answers come from models on this machine or network."],
