@@ -15,6 +15,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from autorag.api.deps import AppDep, AuthDep
+from autorag.api.state import AuthState
 from autorag.auth.keys import looks_like_key
 from autorag.auth.permissions import (
     ALL_PERMISSIONS,
@@ -61,7 +62,7 @@ class Principal:
         return sorted(p for p in ALL_PERMISSIONS if self.can(p))
 
 
-def client_address(request: Request, auth: AuthDep) -> str:
+def client_address(request: Request, auth: AuthState) -> str:
     """The client's address: the peer's, or, when the peer is one of
     ``server.trusted_proxies``, the nearest untrusted hop of ``X-Forwarded-For``.
 
@@ -82,9 +83,6 @@ def client_address(request: Request, auth: AuthDep) -> str:
         if not _is_trusted(hop, trusted):
             return hop if _is_address(hop) else peer
     return peer
-
-
-ClientAddress = Annotated[str, Depends(client_address)]
 
 
 def _is_trusted(address: str, trusted: frozenset[str]) -> bool:

@@ -3,7 +3,8 @@ a path. The one module that reads the server's state (``autorag.api.state``)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
 
 from anyio import CapacityLimiter
 from fastapi import Depends, Path, Request
@@ -15,6 +16,8 @@ from autorag.dlp.service import DlpService
 from autorag.jobs.worker import WorkerPool
 from autorag.p2p.node import PeerNode
 
+T = TypeVar("T")
+
 
 def server_state(request: Request) -> ServerState:
     """The state ``create_app``'s start-up built (``app.state.server``)."""
@@ -22,14 +25,24 @@ def server_state(request: Request) -> ServerState:
     return state
 
 
-ServerDep = Annotated[ServerState, Depends(server_state)]
+def _part(get: Callable[[ServerState], T]) -> Callable[[Request], Awaitable[T]]:
+    """A dependency answering one part of the server's state. Read on the event loop
+    (async): a plain function would take a worker thread, in every request."""
+
+    async def dependency(request: Request) -> T:
+        return get(server_state(request))
+
+    return dependency
 
 
-def app_context(server: ServerDep) -> AppContext:
-    return server.context
-
-
-AppDep = Annotated[AppContext, Depends(app_context)]
+AppDep = Annotated[AppContext, Depends(_part(lambda server: server.context))]
+AuthDep = Annotated[AuthState, Depends(_part(lambda server: server.auth))]
+ChatServiceDep = Annotated[ChatService, Depends(_part(lambda server: server.chat))]
+DlpServiceDep = Annotated[DlpService, Depends(_part(lambda server: server.dlp))]
+PoolDep = Annotated[WorkerPool, Depends(_part(lambda server: server.workers))]
+SearchSlots = Annotated[CapacityLimiter, Depends(_part(lambda server: server.search_limiter))]
+# None when P2P is off or did not start.
+PeerNodeDep = Annotated[PeerNode | None, Depends(_part(lambda server: server.p2p))]
 
 
 def workspace_context(
@@ -41,46 +54,3 @@ def workspace_context(
 
 
 WorkspaceDep = Annotated[AppContext, Depends(workspace_context)]
-
-
-def auth_state(server: ServerDep) -> AuthState:
-    return server.auth
-
-
-AuthDep = Annotated[AuthState, Depends(auth_state)]
-
-
-def chat_service(server: ServerDep) -> ChatService:
-    return server.chat
-
-
-ChatServiceDep = Annotated[ChatService, Depends(chat_service)]
-
-
-def dlp_service(server: ServerDep) -> DlpService:
-    return server.dlp
-
-
-DlpServiceDep = Annotated[DlpService, Depends(dlp_service)]
-
-
-def worker_pool(server: ServerDep) -> WorkerPool:
-    return server.workers
-
-
-PoolDep = Annotated[WorkerPool, Depends(worker_pool)]
-
-
-def search_limiter(server: ServerDep) -> CapacityLimiter:
-    return server.search_limiter
-
-
-SearchSlots = Annotated[CapacityLimiter, Depends(search_limiter)]
-
-
-def peer_node(server: ServerDep) -> PeerNode | None:
-    """The P2P node; None when P2P is off or did not start."""
-    return server.p2p
-
-
-PeerNodeDep = Annotated[PeerNode | None, Depends(peer_node)]

@@ -10,10 +10,10 @@ import logging
 from datetime import datetime
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Response, status
+from fastapi import APIRouter, Depends, Path, Query, Request, Response, status
 from pydantic import BaseModel, ConfigDict, Field
 
-from autorag.api.auth import ClientAddress, Principal, PrincipalDep, require
+from autorag.api.auth import Principal, PrincipalDep, client_address, require
 from autorag.api.deps import AppDep, AuthDep
 from autorag.api.routes import setup_page
 from autorag.auth import service
@@ -132,7 +132,7 @@ def setup(body: SetupBody, context: AppDep) -> UserOut:
     response_model=TokenOut,
     responses={401: {"description": "bad credentials"}, 429: {"description": "rate limited"}},
 )
-def login(body: LoginBody, context: AppDep, auth: AuthDep, client: ClientAddress) -> TokenOut:
+def login(body: LoginBody, request: Request, context: AppDep, auth: AuthDep) -> TokenOut:
     """Exchange a username and password for a short-lived bearer token.
 
     Limits: attempts per client address per minute, and exponential backoff after
@@ -140,6 +140,7 @@ def login(body: LoginBody, context: AppDep, auth: AuthDep, client: ClientAddress
     slowed down). Password checks run a few at a time; a burst beyond that answers 429
     with Retry-After.
     """
+    client = client_address(request, auth)
     guard = auth.login_guard
     # The username is not logged: people type passwords into that field too.
     try:
