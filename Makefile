@@ -25,8 +25,11 @@ run: install  ## index the bundled examples into .demo/ and answer a sample ques
 	$(BIN)/autorag -w $(DEMO) status
 	$(BIN)/autorag -w $(DEMO) ask "How long is the refund window?"
 
+# Two workers (the machines have two cores); a test module stays on one worker, since its
+# module-scoped fixtures (servers, workspaces) are built once; modules go in file order, so
+# the long end-to-end ones start first.
 test: install  ## the whole suite (unit, integration, e2e)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadscope --no-loadscope-reorder
 
 lint: install
 	$(BIN)/ruff check src tests

@@ -7,6 +7,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -15,6 +16,39 @@ _CACHE = tempfile.mkdtemp(prefix="autorag-test-cache-")
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 os.environ.setdefault("AUTORAG_EMBEDDING__CACHE_DIR", _CACHE)
 os.environ.pop("AUTORAG_WORKSPACE_DIR", None)
+# Under pytest-xdist (`make test` runs a worker per core), one model thread per process, as
+# `autorag serve` runs its jobs: torch's and OpenBLAS's threads would otherwise outnumber
+# the cores and spin against the other worker. Inherited by CLI subprocesses.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _variable in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_variable, "1")
+
+
+def _share_the_default_ssl_context() -> None:
+    """httpx builds an SSL context for every client it makes, loading certifi's CA bundle
+    (about 40 ms of CPU each), even for a plain-HTTP request; the tests make thousands of
+    one-off clients (``httpx.get``, ``httpx.request``) to loopback servers. The default
+    context is built once here and shared, with the same settings (it is never used on
+    loopback HTTP anyway). Only this test process: servers run as they ship."""
+    try:
+        from httpx._transports import default as transports
+    except ImportError:  # httpx moved it: the tests only run slower
+        return
+    create = transports.create_ssl_context
+    made: dict[tuple[bool, str | None, str | None], Any] = {}
+
+    def create_ssl_context(verify: Any = True, cert: Any = None, trust_env: bool = True) -> Any:
+        if verify is not True or cert is not None:
+            return create(verify=verify, cert=cert, trust_env=trust_env)
+        key = (trust_env, os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
+        if key not in made:
+            made[key] = create(verify=verify, cert=cert, trust_env=trust_env)
+        return made[key]
+
+    transports.create_ssl_context = create_ssl_context  # type: ignore[assignment]
+
+
+_share_the_default_ssl_context()
 
 
 # -- PostgreSQL: one private server per session, a database per module or test ---------

@@ -24,16 +24,18 @@ from autorag.context import AppContext, open_context
 from autorag.workspace import Workspace
 
 _START_TIMEOUT_S = 10.0
+_STOP_TIMEOUT_S = 10.0
 API_TIMEOUT = httpx.Timeout(120.0)
 PROCESSED_WAIT_S = 180.0
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def serve_asgi() -> Iterator[Callable[[ASGIApp], str]]:
     """Run an ASGI app as a real uvicorn server on a free loopback port.
 
     Returns a function taking the app and returning the server's base URL; every server
-    started through it stops at the end of the session.
+    started through it stops at the end of the module (all at once: each one's lifespan
+    stops its worker pool), so idle servers do not pile up and poll all session long.
     """
     running: list[tuple[uvicorn.Server, threading.Thread, socket.socket]] = []
 
@@ -50,9 +52,11 @@ def serve_asgi() -> Iterator[Callable[[ASGIApp], str]]:
         return f"http://127.0.0.1:{sock.getsockname()[1]}"
 
     yield start
-    for server, thread, sock in running:
+    for server, _thread, _sock in running:
         server.should_exit = True
-        thread.join(_START_TIMEOUT_S)
+    deadline = time.monotonic() + _STOP_TIMEOUT_S
+    for _server, thread, sock in running:
+        thread.join(max(0.0, deadline - time.monotonic()))
         sock.close()
 
 
