@@ -129,24 +129,26 @@ def receive_attachment(app: AppContext, chat_id: int, name: str, path: Path) -> 
     """
     try:
         _require_chat(app, chat_id)
-        filename, doc_type = _checked_name(app, name, path.stat().st_size)
+        size = path.stat().st_size
+        filename, doc_type = _checked_name(app, name, size)
         folder = make_private_dir(app.workspace.attachments_dir)
         kept = folder / f"{secrets.token_hex(16)}.{doc_type}"
         os.replace(path, kept)
         kept.chmod(0o600)  # the owner's alone, whoever wrote it
     finally:
         path.unlink(missing_ok=True)
-    row = {"chat_id": chat_id, "name": filename, "doc_type": doc_type, "size": kept.stat().st_size}
+    row = {"chat_id": chat_id, "name": filename, "doc_type": doc_type, "size": size}
     try:
         _check_file(app, filename, doc_type, kept)
         with app.catalog.engine.begin() as conn:
             attachment_id = _insert(conn, row, status="processing")
             payload = {"attachment_id": attachment_id, "file": kept.name}
             queue.enqueue(conn, app.info.id, ATTACHMENT_JOB, payload=payload)
-    except BaseException as exc:
+    except IntegrityError as exc:  # the chat was deleted meanwhile
         kept.unlink(missing_ok=True)
-        if isinstance(exc, IntegrityError):  # the chat was deleted meanwhile
-            raise NotFound(f"chat {chat_id} not found") from exc
+        raise NotFound(f"chat {chat_id} not found") from exc
+    except BaseException:
+        kept.unlink(missing_ok=True)
         raise
     return get_attachment(app, chat_id, attachment_id)
 
