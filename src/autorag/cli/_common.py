@@ -11,10 +11,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
-from autorag.workspace import Workspace, find_workspace
-
 if TYPE_CHECKING:
     from autorag.context import AppContext
+    from autorag.workspace import Workspace
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
@@ -26,6 +25,10 @@ class CliState:
 
 
 def current_workspace(ctx: typer.Context) -> Workspace:
+    # Deferred, like every heavy import here: the settings (pydantic-settings) cost a
+    # third of a second that `autorag --help` does not need.
+    from autorag.workspace import find_workspace
+
     state = ctx.find_object(CliState) or CliState()
     return find_workspace(state.workspace)
 

@@ -7,8 +7,9 @@ import logging
 import sys
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, NamedTuple
 
+import click
 import typer
 import typer.main
 from typer.core import TyperGroup
@@ -18,35 +19,138 @@ from autorag.cli._common import CliState, err_console
 from autorag.errors import AutoragError, Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from autorag.private_files import owner_only_umask
 
-# Every command and its module under autorag.cli, in the order `autorag --help` lists them.
-# "register": the module's register(app) defines the command; any other attribute is a
-# sub-app mounted under the name. A module is imported only when one of its commands runs
-# (or help lists them all): `autorag status` never loads the chat agent, the benchmarks or
-# the web server, whose imports cost seconds on every call.
-COMMANDS: dict[str, tuple[str, str]] = {
-    "init": ("index", "register"),
-    "add": ("index", "register"),
-    "remove": ("index", "register"),
-    "refresh": ("index", "register"),
-    "status": ("index", "register"),
-    "reindex": ("index", "register"),
-    "search": ("search", "register"),
-    "ask": ("chat", "register"),
-    "chat": ("chat", "register"),
-    "serve": ("serve", "register"),
-    "worker": ("serve", "register"),
-    "migrate": ("migrate", "register"),
-    "models": ("chat", "register"),
-    "docs": ("docs", "app"),
-    "eval": ("evaluate", "app"),
-    "users": ("users", "app"),
-    "keys": ("keys", "app"),
-    "workspaces": ("workspaces", "app"),
-    "dlp": ("dlp", "app"),
-    "import": ("datasources", "app"),
-    "policy": ("policy", "app"),
-    "p2p": ("p2p", "app"),
-    "ocr": ("ocr", "app"),
+
+class Entry(NamedTuple):
+    """Where a top-level command lives, and the line ``autorag --help`` shows for it.
+
+    ``attribute`` "register": the module's register(app) defines the command; any other
+    attribute is a sub-app mounted under the name. ``summary`` is the first paragraph of
+    the command's own help (a unit test keeps the two equal): the root help lists it
+    without importing the module.
+    """
+
+    module: str
+    attribute: str
+    summary: str
+
+
+# Every command, in the order `autorag --help` lists them. A module is imported only when
+# one of its commands runs: `autorag --help` imports none, `autorag status` never loads
+# the chat agent, the benchmarks or the web server, whose imports cost seconds per call.
+COMMANDS: dict[str, Entry] = {
+    "init": Entry(
+        "index",
+        "register",
+        "Create a workspace: DIR/autorag.toml and DIR/.autorag/.",
+    ),
+    "add": Entry(
+        "index",
+        "register",
+        "Register folders as search paths (source roots).",
+    ),
+    "remove": Entry(
+        "index",
+        "register",
+        "Unregister search paths; their documents leave the index on the next refresh.",
+    ),
+    "refresh": Entry(
+        "index",
+        "register",
+        "Index new and changed files, drop deleted ones. Safe to interrupt and re-run.",
+    ),
+    "status": Entry(
+        "index",
+        "register",
+        "Readiness (configured | degraded | unavailable | ready), counts and failed files.",
+    ),
+    "reindex": Entry(
+        "index",
+        "register",
+        "Rebuild vectors and the full-text index from the catalog (e.g. after a model change).",
+    ),
+    "search": Entry(
+        "search",
+        "register",
+        "Hybrid search (vectors + full-text, fused with RRF).",
+    ),
+    "ask": Entry(
+        "chat",
+        "register",
+        "Answer a question from the documents, with numbered \\[n] citations.",
+    ),
+    "chat": Entry(
+        "chat",
+        "register",
+        "A conversation in the terminal. /model NAME switches model, /new starts over,"
+        " /quit leaves; Ctrl+C stops an answer.",
+    ),
+    "serve": Entry(
+        "serve",
+        "register",
+        "Serve the HTTP API (OpenAPI docs at /docs).",
+    ),
+    "worker": Entry(
+        "serve",
+        "register",
+        "Process background jobs (uploads, OCR, re-embedding) without serving HTTP.",
+    ),
+    "migrate": Entry(
+        "migrate",
+        "register",
+        "Copy the catalog to an empty PostgreSQL database, rebuild the vectors there, and"
+        " check the copy (row counts, and sample searches that must find their documents).",
+    ),
+    "models": Entry(
+        "chat",
+        "register",
+        "List the models on offer; set the global default model.",
+    ),
+    "docs": Entry(
+        "docs",
+        "app",
+        "List, show and remove indexed documents.",
+    ),
+    "eval": Entry(
+        "evaluate",
+        "app",
+        "Retrieval benchmarks.",
+    ),
+    "users": Entry(
+        "users",
+        "app",
+        "Manage users, their roles and workspaces.",
+    ),
+    "keys": Entry(
+        "keys",
+        "app",
+        "Create, list and revoke API keys.",
+    ),
+    "workspaces": Entry(
+        "workspaces",
+        "app",
+        "List, create, rename and remove workspaces.",
+    ),
+    "dlp": Entry(
+        "dlp",
+        "app",
+        "Find and redact secrets and personal data (DLP).",
+    ),
+    "import": Entry(
+        "datasources",
+        "app",
+        "Import datasources (chat exports) into the index.",
+    ),
+    "policy": Entry(
+        "policy",
+        "app",
+        "Source policy: glob rules deciding which sources peers may get.",
+    ),
+    "p2p": Entry("p2p", "app", "Peer-to-peer queries over SimpleX."),
+    "ocr": Entry(
+        "ocr",
+        "app",
+        "OCR of scanned pages and images: jobs, per-page results, approve or reject.",
+    ),
 }
 
 
@@ -74,14 +178,19 @@ class _LazyCommands(MutableMapping[str, Any]):
 
     def __init__(self, eager: MutableMapping[str, Any]) -> None:
         self._loaded: dict[str, Any] = dict(eager)
+        # While the root help is written: an unloaded command is a stand-in that carries
+        # only its summary, so listing the commands imports none of their modules.
+        self.summaries_only = False
         self._order = [*COMMANDS, *(name for name in eager if name not in COMMANDS)]
 
     def __getitem__(self, name: str) -> Any:
         if name not in self._loaded:
             if name not in COMMANDS:
                 raise KeyError(name)
-            module_name, attribute = COMMANDS[name]
-            self._loaded.update(load_commands(module_name, attribute, name))
+            if self.summaries_only:
+                return click.Command(name, short_help=COMMANDS[name].summary)
+            entry = COMMANDS[name]
+            self._loaded.update(load_commands(entry.module, entry.attribute, name))
         return self._loaded[name]
 
     def __setitem__(self, name: str, command: Any) -> None:
@@ -108,7 +217,14 @@ class _LazyCommands(MutableMapping[str, Any]):
 class _LazyGroup(TyperGroup):
     def __init__(self, *, commands: MutableMapping[str, Any] | None = None, **attrs: Any) -> None:
         super().__init__(**attrs)
-        self.commands = _LazyCommands(commands or {})
+        self.commands = self.lazy_commands = _LazyCommands(commands or {})
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        self.lazy_commands.summaries_only = True
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self.lazy_commands.summaries_only = False
 
 
 app = typer.Typer(
