@@ -9,10 +9,9 @@ from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Annotated, Any, NamedTuple
 
-import click
 import typer
 import typer.main
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
 from autorag import __version__
 from autorag.cli._common import CliState, err_console
@@ -188,7 +187,7 @@ class _LazyCommands(MutableMapping[str, Any]):
             if name not in COMMANDS:
                 raise KeyError(name)
             if self.summaries_only:
-                return click.Command(name, short_help=COMMANDS[name].summary)
+                return TyperCommand(name, short_help=COMMANDS[name].summary)
             entry = COMMANDS[name]
             self._loaded.update(load_commands(entry.module, entry.attribute, name))
         return self._loaded[name]
@@ -219,7 +218,8 @@ class _LazyGroup(TyperGroup):
         super().__init__(**attrs)
         self.commands = self.lazy_commands = _LazyCommands(commands or {})
 
-    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    # Typed loosely: Typer vendors click, whose Context and HelpFormatter are private.
+    def format_help(self, ctx: Any, formatter: Any) -> None:
         self.lazy_commands.summaries_only = True
         try:
             super().format_help(ctx, formatter)
