@@ -6,23 +6,26 @@ import threading
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autorag.config import Settings, load_settings
 from autorag.embeddings.base import KNOWN_MODEL_DIMS, EmbeddingProvider
 from autorag.errors import AutoragError
-from autorag.ingest.pipeline import Indexer
-from autorag.ingest.readiness import Readiness, check_readiness
-from autorag.retrieval.hybrid import HybridSearcher
 from autorag.sources import SourceRoot, plan_source_roots
-from autorag.sources.policy import PolicyStore
 from autorag.store.catalog.db import bind_data_dir, create_catalog_engine, migrate, sqlite_url
-from autorag.store.catalog.policy import CatalogPolicyBackend
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
-from autorag.store.fulltext import open_fulltext
-from autorag.store.fulltext.base import FullTextIndex
-from autorag.store.vectors import VectorStore, open_vector_store
 from autorag.workspace import Workspace
+
+# The indexer, the searcher and the stores are imported where they are first built: a
+# CLI call that only reads the catalog (`autorag status`, `docs`, `users`) never pays
+# for the parsers, DLP or LanceDB (seconds on a busy machine).
+if TYPE_CHECKING:
+    from autorag.ingest.pipeline import Indexer
+    from autorag.ingest.readiness import Readiness
+    from autorag.retrieval.hybrid import HybridSearcher
+    from autorag.sources.policy import PolicyStore
+    from autorag.store.fulltext.base import FullTextIndex
+    from autorag.store.vectors import VectorStore
 
 
 @dataclass
@@ -72,6 +75,8 @@ class AppContext:
 
     def open_vector_table(self, table: str, *, recreate: bool = False) -> VectorStore:
         """A table of the configured vector store (the workspace's, or a shadow of it)."""
+        from autorag.store.vectors import open_vector_store
+
         model = self.settings.embedding.model
         dim = KNOWN_MODEL_DIMS.get(model) or self.embedder.dim
         return open_vector_store(
@@ -86,10 +91,14 @@ class AppContext:
 
     @cached_property
     def fulltext(self) -> FullTextIndex:
+        from autorag.store.fulltext import open_fulltext
+
         return open_fulltext(self.catalog.engine, self.settings.search)
 
     @cached_property
     def searcher(self) -> HybridSearcher:
+        from autorag.retrieval.hybrid import HybridSearcher
+
         return HybridSearcher(
             self.catalog,
             self.info,
@@ -102,6 +111,8 @@ class AppContext:
 
     @cached_property
     def indexer(self) -> Indexer:
+        from autorag.ingest.pipeline import Indexer
+
         return Indexer(
             self.catalog,
             self.info,
@@ -112,6 +123,8 @@ class AppContext:
 
     def readiness(self) -> Readiness:
         """Seed 000's readiness of this workspace's index, with the reason."""
+        from autorag.ingest.readiness import check_readiness
+
         vectors: VectorStore | None = None
         why = ""
         try:
@@ -172,6 +185,9 @@ def open_context(workspace: Workspace, /, **overrides: Any) -> AppContext:
 
 def open_policy(app: AppContext) -> PolicyStore:
     """The policy of the context's workspace, canonicalizing through its search paths."""
+    from autorag.sources.policy import PolicyStore
+    from autorag.store.catalog.policy import CatalogPolicyBackend
+
     return PolicyStore(CatalogPolicyBackend(app.catalog, app.info.id), app.roots)
 
 

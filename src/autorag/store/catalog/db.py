@@ -6,10 +6,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, inspect, text
 from sqlalchemy.engine import ExceptionContext, make_url
 from sqlalchemy.exc import DataError, DBAPIError
 
@@ -125,15 +122,26 @@ def migrate(engine: Engine) -> None:
     """Bring the schema to the newest revision (no-op when it already is)."""
     try:
         with engine.begin() as connection:
-            current = MigrationContext.configure(connection).get_current_revision()
-            if current == SCHEMA_HEAD:
+            if _current_revision(connection) == SCHEMA_HEAD:
                 return
+            # Alembic only when there is work: importing it costs a CLI call a few tenths
+            # of a second, and a catalog is nearly always at the head already.
+            from alembic import command
+            from alembic.config import Config
+
             config = Config()
             config.set_main_option("script_location", str(MIGRATIONS_DIR))
             config.attributes["connection"] = connection
             command.upgrade(config, "head")
     except Exception as exc:  # any driver error means the catalog cannot be used
         raise Unavailable(f"catalog database unavailable: {_reason(exc)}") from exc
+
+
+def _current_revision(connection: Connection) -> str | None:
+    """The catalog's schema revision, read as Alembic records it; None when unversioned."""
+    if not inspect(connection).has_table("alembic_version"):
+        return None
+    return connection.execute(text("SELECT version_num FROM alembic_version")).scalar()
 
 
 def _reason(exc: BaseException) -> str:
