@@ -6,18 +6,25 @@ as the model writes them, sources follow, Ctrl+C stops an answer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import difflib
+import logging
+import re
 import threading
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from autorag.agent.events import AgentEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.chat.service import LOCAL_USER, ChatOutcome, ChatService, ChatTurn
+from autorag.chat.store import get_chat
 from autorag.cli._common import console, err_console, open_app, print_json, split_types
 from autorag.cli.search import FromOption, JsonFlag, ToOption, TypeOption
 from autorag.context import AppContext
+from autorag.errors import AutoragError
 from autorag.models import Citation
 from autorag.retrieval.filters import build_filters
 from autorag.system_config import GLOBAL_DEFAULT_MODEL, get_value, set_value
@@ -27,6 +34,7 @@ ModelOption = Annotated[
 ]
 models_app = typer.Typer(help="List the models on offer; set the global default model.")
 EXIT_WORDS = {"/quit", "/exit", ":q"}
+log = logging.getLogger(__name__)
 
 
 def register(app: typer.Typer) -> None:
@@ -53,6 +61,8 @@ def ask(
         app.settings.agent.search_k = k
     turn = ChatTurn(question, model=model, filters=filters, plan_mode=plan or None, store=False)
     outcome = _answer(ChatService.for_context(app), app, turn, live=not as_json)
+    if outcome is None:
+        raise typer.Exit(130)  # stopped with Ctrl+C before the answer could end
     if as_json:
         print_json(_outcome_json(outcome))
 
@@ -63,64 +73,166 @@ def chat(
     resume: Annotated[int | None, typer.Option("--chat", help="Continue chat ID.")] = None,
 ) -> None:
     """A conversation in the terminal. /model NAME switches model, /new starts over,
-    /quit leaves; Ctrl+C stops an answer."""
+    /quit leaves; Ctrl+C stops an answer.
+
+    Type /help in the conversation for every command. Ctrl+D (or Ctrl+C at the prompt)
+    leaves too. An error in one turn is shown and the conversation goes on.
+
+    Example: autorag chat --model ollama/llama3.2:3b
+    """
     app = open_app(ctx)
     service = ChatService.for_context(app)
-    chat_id = resume
-    console.print("[dim]Ask a question; /model NAME, /new, /quit.[/dim]")
+    if resume is not None:
+        get_chat(app.catalog.engine, app.info.id, resume, LOCAL_USER.id)  # NotFound: exit 3
+    if model is not None:
+        service.check_model(app, model)
+    session = _Session(service, app, model, resume)
+    console.print("[dim]Ask a question; /help lists the commands, /quit leaves.[/dim]")
     while True:
         try:
             line = console.input("[bold cyan]you>[/bold cyan] ").strip()
         except (EOFError, KeyboardInterrupt):
             console.print()
             return
-        if not line:
-            continue
-        if line in EXIT_WORDS:
+        if not session.handle(line):
             return
-        if line == "/new":
-            chat_id = None
-            continue
-        if line.startswith("/model"):
-            model = _switch_model(service, app, line) or model
-            continue
-        outcome = _answer(service, app, ChatTurn(line, chat_id, model), live=True)
-        chat_id = outcome.chat_id
 
 
-def _switch_model(service: ChatService, app: AppContext, line: str) -> str | None:
-    choice = line.removeprefix("/model").strip()
-    if not choice:
-        console.print(_models_table(service))
-        return None
-    service.check_model(app, choice)
-    console.print(f"[dim]answering with {choice}[/dim]")
-    return choice
+# The conversation's own commands and what /help says of each, in this order.
+SLASH_COMMANDS: dict[str, tuple[str, str]] = {
+    "/model": ("/model NAME", "answer with another model (/model alone lists them)"),
+    "/new": ("/new", "start a new conversation"),
+    "/help": ("/help", "list these commands"),
+    "/quit": ("/quit", "leave (also /exit, :q or Ctrl+D)"),
+}
+# A line is a command when its first word is a slash and letters: "/etc/hosts?" is a question.
+_COMMAND = re.compile(r"/[A-Za-z]+")
 
 
-def _answer(service: ChatService, app: AppContext, turn: ChatTurn, *, live: bool) -> ChatOutcome:
-    """Run the answer in a thread so Ctrl+C can stop it cleanly."""
+class _Session:
+    """One ``autorag chat``: its chat, its model, and what each line the user types does.
+    Every error of a turn is shown inline; only leaving ends the session."""
+
+    def __init__(
+        self, service: ChatService, app: AppContext, model: str | None, chat_id: int | None
+    ) -> None:
+        self.service, self.app, self.model, self.chat_id = service, app, model, chat_id
+
+    def handle(self, line: str) -> bool:
+        """Act on one line; False once the user leaves."""
+        if not line:
+            return True
+        word = line.split()[0]
+        if word.lower() in EXIT_WORDS:
+            return False
+        try:
+            if _COMMAND.fullmatch(word):
+                self._command(word.lower(), line[len(word) :].strip())
+            else:
+                self._ask(line)
+        except KeyboardInterrupt:
+            _say_stopped()
+        except AutoragError as exc:
+            _inline_error(exc.message)
+        except Exception as exc:  # a fault in one turn must not end the conversation
+            log.info("the turn failed", exc_info=True)
+            _inline_error(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        return True
+
+    def _ask(self, question: str) -> None:
+        turn = ChatTurn(question, self.chat_id, self.model)
+        outcome = _answer(self.service, self.app, turn, live=True)
+        if outcome is not None:
+            self.chat_id = outcome.chat_id
+
+    def _command(self, word: str, argument: str) -> None:
+        if word == "/model":
+            self._switch_model(argument)
+        elif word == "/new":
+            self.chat_id = None
+            console.print("[dim]New conversation.[/dim]")
+        elif word == "/help":
+            _print_commands()
+        else:
+            close = difflib.get_close_matches(word, [*SLASH_COMMANDS, *EXIT_WORDS], n=1)
+            hint = f", did you mean {close[0]}?" if close else ""
+            _inline_error(f"unknown command {word}{hint}")
+            _print_commands()
+
+    def _switch_model(self, choice: str) -> None:
+        if not choice:
+            self._print_models()
+            return
+        try:
+            self.service.check_model(self.app, choice)
+        except AutoragError as exc:
+            _inline_error(exc.message)
+            self._print_models()
+            return
+        self.model = choice
+        console.print(f"[dim]Answering with {choice}.[/dim]", highlight=False)
+
+    def _print_models(self) -> None:
+        current = self.model or "the workspace's default"
+        console.print(f"Answering with {current}. Models on offer:", highlight=False)
+        for entry in self.service.router.models():
+            down = "  (not reachable)" if entry.available is False else ""
+            console.print(f"  {entry.id}{down}", highlight=False, markup=False)
+        console.print("[dim]Switch with /model NAME.[/dim]")
+
+
+def _print_commands() -> None:
+    console.print("Commands:")
+    width = max(len(usage) for usage, _ in SLASH_COMMANDS.values())
+    for usage, what in SLASH_COMMANDS.values():
+        console.print(f"  {usage:<{width}}  {what}", highlight=False, markup=False)
+    console.print("Anything else is a question. Ctrl+C stops an answer.", highlight=False)
+
+
+def _inline_error(message: str) -> None:
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+
+
+def _say_stopped() -> None:
+    console.print("\n(Stopped)", style="dim", highlight=False)
+
+
+def _answer(
+    service: ChatService, app: AppContext, turn: ChatTurn, *, live: bool
+) -> ChatOutcome | None:
+    """Answer in a thread, so that Ctrl+C stops the answer instead of the program.
+
+    The first Ctrl+C asks the answer to stop and waits for it (a token at most, while
+    the model streams); a second one leaves it to end on its own. None: stopped before
+    there was an outcome.
+    """
     prepared = service.prepare(app, turn, user=LOCAL_USER)
-    cancel = threading.Event()
+    cancel, done = threading.Event(), threading.Event()
     box: dict[str, Any] = {}
 
     def work() -> None:
         try:
-            box["outcome"] = prepared.run(_printer(live), cancel)
+            box["outcome"] = prepared.run(_printer(live, cancel), cancel)
         except BaseException as exc:
             box["error"] = exc
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=work, name="answer", daemon=True)
-    thread.start()
+    threading.Thread(target=work, name="answer", daemon=True).start()
     try:
-        while thread.is_alive():
-            thread.join(0.1)
+        _wait(done)
     except KeyboardInterrupt:
-        cancel.set()
-        thread.join()
+        cancel.set()  # the answer stops at its next token; its late output is dropped
+        with contextlib.suppress(KeyboardInterrupt):  # asked twice: leave it to end alone
+            _wait(done)
+    if cancel.is_set():
+        if live:
+            _say_stopped()
+        outcome: ChatOutcome | None = box.get("outcome")
+        return outcome
     if "error" in box:
         raise box["error"]
-    outcome: ChatOutcome = box["outcome"]
+    outcome = box["outcome"]
     if live:
         _print_sources(outcome.result.citations)
         if outcome.result.requested_model:
@@ -128,9 +240,15 @@ def _answer(service: ChatService, app: AppContext, turn: ChatTurn, *, live: bool
     return outcome
 
 
-def _printer(live: bool) -> Emit:
+def _wait(done: threading.Event) -> None:
+    # A timed wait: a signal interrupts it on every platform, and Ctrl+C lands at once.
+    while not done.wait(0.2):
+        pass
+
+
+def _printer(live: bool, stopped: threading.Event) -> Emit:
     def show(event: AgentEvent) -> None:
-        if not live:
+        if not live or stopped.is_set():
             return
         if isinstance(event, TokenEvent):
             console.print(event.text, end="", highlight=False, markup=False)
@@ -143,13 +261,32 @@ def _printer(live: bool) -> Emit:
 
 
 def _print_sources(citations: list[Citation]) -> None:
+    """The sources the answer cites, numbered as in its text, each with its section or
+    page; the others after them, as "more sources"."""
     console.print()
-    if not citations:
-        return
-    console.print("\n[bold]Sources[/bold]")
-    for c in citations:
-        where = f", page {c.page}" if c.page else f", ¶{c.paragraph + 1}"
-        console.print(f"  [{c.number}] {c.source}{where}", highlight=False, markup=False)
+    cited = [c for c in citations if c.cited]
+    more = [c for c in citations if not c.cited]
+    for heading, listed in (("Sources", cited), ("More sources (not cited)", more)):
+        if listed:
+            console.print(f"\n[bold]{heading}[/bold]")
+        for c in listed:
+            line = f"  [{c.number}] {c.title or c.source}{_where(c, citations)} · {c.source}"
+            console.print(line, highlight=False, markup=False, style="" if c.cited else "dim")
+
+
+def _where(citation: Citation, citations: list[Citation]) -> str:
+    """Section or page; the paragraph too when another source of the same document
+    would read the same."""
+    where = f", page {citation.page}" if citation.page else ""
+    if citation.section:
+        where = f" — {citation.section}{where}"
+    twins = [
+        c
+        for c in citations
+        if c.document_id == citation.document_id
+        and (c.section, c.page) == (citation.section, citation.page)
+    ]
+    return where + (f", ¶{citation.paragraph + 1}" if len(twins) > 1 else "")
 
 
 def _outcome_json(outcome: ChatOutcome) -> dict[str, Any]:
