@@ -21,6 +21,7 @@ from autorag.chat import store
 from autorag.chat.redaction import RedactingEmitter
 from autorag.chat.skills import builtin_skills
 from autorag.config import Settings
+from autorag.connections.service import Connections, StoredProviders
 from autorag.context import AppContext
 from autorag.dlp.service import DlpSession
 from autorag.errors import InvalidInput
@@ -287,7 +288,8 @@ def caller_of(app: AppContext, user: ChatUser) -> Caller:
 
 
 def build_router(app: AppContext) -> ModelRouter:
-    """The providers configured in ``llm.providers`` plus the built-in extractive one."""
+    """The providers configured in ``llm.providers``, the built-in extractive one, and
+    the model connections stored in the catalog (taken up as they change)."""
     # The embedding model loads on first use, not when the router is built.
     extractive = ExtractiveProvider(embed=lambda texts: app.embedder.embed(texts))
     providers: list[LLMProvider] = [extractive]
@@ -296,7 +298,8 @@ def build_router(app: AppContext) -> ModelRouter:
             raise InvalidInput("the provider name 'extractive' is reserved for the built-in one")
         providers.append(build_provider(config))
     llm = app.settings.llm
-    return ModelRouter(providers, env_default=llm.default, fallback=llm.fallback)
+    source = StoredProviders(Connections(app.catalog.engine, llm))
+    return ModelRouter(providers, env_default=llm.default, fallback=llm.fallback, source=source)
 
 
 def _checked(question: str) -> str:

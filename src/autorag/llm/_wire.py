@@ -252,6 +252,11 @@ class ServerLLMProvider(ABC):
     def default_model(self, model: str) -> None:
         self._default_model = model
 
+    @property
+    def knows_default_model(self) -> bool:
+        """Whether ``default_model`` is known without asking the server."""
+        return self._default_model is not None
+
     def list_models(self) -> list[ModelInfo]:
         """The server's models; only the configured ones, in their order, if any are."""
         listed = self._list_all()

@@ -11,16 +11,19 @@ providerUsed, fallback).
 
 from __future__ import annotations
 
+import logging
 import re
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, Protocol
 
 from autorag.errors import AutoragError, Forbidden, InvalidInput
 from autorag.llm.base import LLMProvider, ModelInfo
+
+logger = logging.getLogger(__name__)
 
 EXTRACTIVE = "extractive"
 Capability = Literal["local-only", "fastest", "smartest", "reasoning"]
@@ -88,27 +91,90 @@ class ModelEntry:
     parameters: str | None = None
 
 
+class ProviderSource(Protocol):
+    """Providers added at run time, beside the configured ones (model connections):
+    ``version`` changes whenever the set does, and is cheap to ask."""
+
+    def version(self) -> object: ...
+
+    def providers(self, taken: Collection[str]) -> Sequence[LLMProvider]:
+        """The providers now, leaving out any whose name is in ``taken``."""
+        ...
+
+
 class ModelRouter:
-    """The configured providers, polled for availability, and the selection rules."""
+    """The configured providers, polled for availability, and the selection rules.
+
+    With a ``source``, its providers join the configured ones (which keep their names)
+    and every look at the providers first takes up a change of the source's
+    ``version``; a provider that joins is asked for its models at once, in the
+    background.
+    """
 
     def __init__(
-        self, providers: Sequence[LLMProvider], *, env_default: str, fallback: bool = True
+        self,
+        providers: Sequence[LLMProvider],
+        *,
+        env_default: str,
+        fallback: bool = True,
+        source: ProviderSource | None = None,
     ) -> None:
-        self.providers = {p.name: p for p in providers}
+        self._configured = {p.name: p for p in providers}
+        self.providers = dict(self._configured)
         if EXTRACTIVE not in self.providers:
             raise ValueError("the extractive provider must always be configured")
         self.env_default = env_default
         self.fallback = fallback
         self._status = {p.name: ProviderStatus(p.name, p.local) for p in providers}
         self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        self._source = source
+        self._version: object = None
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+        self.sync(check=False)
+
+    # -- run-time providers -------------------------------------------------------------
+    def sync(self, *, check: bool = True) -> None:
+        """Take up providers the source added, changed or removed since the last look;
+        ``check``: ask the new ones for their models in the background. A source that
+        cannot be read leaves the providers as they were."""
+        if self._source is None:
+            return
+        with self._sync_lock:
+            try:
+                version = self._source.version()
+                if version == self._version:
+                    return
+                offered = self._source.providers(set(self._configured))
+            except AutoragError as exc:
+                logger.warning("model connections not read: %s", exc.message)
+                return
+            providers = dict(self._configured)
+            providers.update((p.name, p) for p in offered if p.name not in self._configured)
+            with self._lock:
+                old = self.providers
+                joined = [p for n, p in providers.items() if old.get(n) is not p]
+                self._status = {
+                    name: self._status[name]
+                    if provider not in joined
+                    else ProviderStatus(name, provider.local)
+                    for name, provider in providers.items()
+                }
+                self.providers = providers
+            self._version = version
+        for provider in joined if check else ():
+            threading.Thread(
+                target=self._check, args=(provider,), name="llm-check", daemon=True
+            ).start()
 
     # -- availability -----------------------------------------------------------------
     def refresh(self) -> None:
         """Ask every provider for its models, in parallel; a failure marks it down."""
-        with ThreadPoolExecutor(max_workers=max(1, len(self.providers))) as pool:
-            list(pool.map(self._check, self.providers.values()))
+        self.sync(check=False)
+        providers = list(self.providers.values())
+        with ThreadPoolExecutor(max_workers=max(1, len(providers))) as pool:
+            list(pool.map(self._check, providers))
 
     def _check(self, provider: LLMProvider) -> None:
         try:
@@ -116,7 +182,9 @@ class ModelRouter:
         except AutoragError as exc:
             models, error = [], exc.message
         with self._lock:
-            status = self._status[provider.name]
+            status = self._status.get(provider.name)
+            if status is None or self.providers.get(provider.name) is not provider:
+                return  # removed or replaced while it was asked
             status.available, status.error = error is None, error
             status.checked_at = time.time()
             if error is None:
@@ -125,15 +193,18 @@ class ModelRouter:
     def mark_down(self, name: str, error: str) -> None:
         """A call failed: treat the provider as down until the next successful poll."""
         with self._lock:
-            status = self._status[name]
-            status.available, status.error, status.checked_at = False, error, time.time()
+            status = self._status.get(name)
+            if status is not None:
+                status.available, status.error, status.checked_at = False, error, time.time()
 
     def is_available(self, name: str) -> bool:
         """Unknown counts as available: the first call finds out."""
         with self._lock:
-            return self._status[name].available is not False
+            status = self._status.get(name)
+            return status is None or status.available is not False
 
     def statuses(self) -> list[ProviderStatus]:
+        self.sync()
         with self._lock:
             return [
                 ProviderStatus(s.name, s.local, s.available, s.checked_at, s.error, list(s.models))
@@ -159,7 +230,7 @@ class ModelRouter:
         """Every model on offer, labelled local-only / fastest / smartest / reasoning."""
         entries: list[tuple[ProviderStatus, ModelInfo]] = []
         for status in self.statuses():
-            models = status.models or [self._default_info(status)]
+            models = status.models or self._default_info(status)
             entries += [(status, m) for m in models]
         sizes = {_key(s, m): _size(m) for s, m in entries if s.available is not False}
         known = {k: v for k, v in sizes.items() if v is not None}
@@ -185,9 +256,13 @@ class ModelRouter:
             )  # fmt: skip
         return result
 
-    def _default_info(self, status: ProviderStatus) -> ModelInfo:
-        provider = self.providers[status.name]
-        return ModelInfo(provider.default_model, status.name, status.local)
+    def _default_info(self, status: ProviderStatus) -> list[ModelInfo]:
+        """The provider's default model, when known without asking its server (a
+        provider with no configured default learns it from its list of models)."""
+        provider = self.providers.get(status.name)
+        if provider is None or not getattr(provider, "knows_default_model", True):
+            return []
+        return [ModelInfo(provider.default_model, status.name, status.local)]
 
     # -- selection ------------------------------------------------------------------------
     def resolve(self, choices: Sequence[str | None], *, local_only: bool = False) -> Resolution:
@@ -197,6 +272,7 @@ class ModelRouter:
         The chat's own choice (``choices[0]``) must name a configured provider, and a
         local one in a local-only workspace; a stale or non-local default is skipped.
         """
+        self.sync()
         explicit = choices[0] if choices else None
         if explicit:
             self.check_choice(explicit, local_only=local_only)
@@ -216,6 +292,7 @@ class ModelRouter:
     def check_choice(self, choice: str, *, local_only: bool) -> None:
         """Refuse a chosen model that names no configured provider, or is not local in a
         local-only workspace."""
+        self.sync()
         target = self._target(ModelRef.parse(choice))
         if local_only and not target.provider.local:
             raise Forbidden(
@@ -236,12 +313,16 @@ class ModelRouter:
         refs.append(ModelRef(EXTRACTIVE))
         chain: list[Target] = []
         for ref in refs:
-            target = self._lookup(ref)
-            if target is None or target.ref in {t.ref for t in chain}:
+            provider = self.providers.get(ref.provider)
+            if provider is None or (local_only and not provider.local):
                 continue
-            if local_only and not target.provider.local:
+            if not (self.is_available(provider.name) or ref.provider == EXTRACTIVE):
                 continue
-            if self.is_available(target.provider.name) or ref.provider == EXTRACTIVE:
+            try:
+                target = self._lookup(ref)
+            except AutoragError:  # its default model is unknown and its server down
+                continue
+            if target is not None and target.ref not in {t.ref for t in chain}:
                 chain.append(target)
         return chain
 
@@ -263,7 +344,8 @@ class ModelRouter:
         if local_only and not target.provider.local:
             return f"{target.ref} is not local and this workspace allows local models only"
         with self._lock:
-            error = self._status[target.provider.name].error
+            status = self._status.get(target.provider.name)
+            error = status.error if status is not None else None
         return f"{target.ref} is unavailable" + (f": {error}" if error else "")
 
 
