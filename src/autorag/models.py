@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
-DocumentStatus = Literal["pending", "indexing", "ready", "failed", "needs_ocr", "deleting"]
+DocumentStatus = Literal[
+    "pending", "indexing", "ready", "failed", "skipped", "needs_ocr", "deleting"
+]
 Leg = Literal["vector", "fts", "both"]
 
 
@@ -36,6 +38,8 @@ class ParsedDocument:
     metadata: dict[str, str] = field(default_factory=dict)
     # 1-based pages with no usable text layer (scanned or blank): OCR reads these.
     ocr_pages: tuple[int, ...] = ()
+    # The document's own date from its metadata (None: the file's modification time).
+    date: datetime | None = None
 
     @property
     def text(self) -> str:

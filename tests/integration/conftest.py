@@ -27,6 +27,7 @@ _START_TIMEOUT_S = 10.0
 _STOP_TIMEOUT_S = 10.0
 API_TIMEOUT = httpx.Timeout(120.0)
 PROCESSED_WAIT_S = 180.0
+PROCESSED = ("ready", "failed", "skipped")
 
 
 @pytest.fixture(scope="module")
@@ -103,15 +104,15 @@ class ApiServer:
     def wait_processed(
         self, credential: str, document_id: int, workspace: str = "default"
     ) -> dict[str, Any]:
-        """The document once processed (``ready`` or ``failed``), polled as a client would;
-        as it stands after ``PROCESSED_WAIT_S`` otherwise."""
+        """The document once processed (``ready``, ``failed`` or ``skipped``), polled as a
+        client would; as it stands after ``PROCESSED_WAIT_S`` otherwise."""
         deadline = time.monotonic() + PROCESSED_WAIT_S
         with self.client(credential) as client:
             while True:
                 response = client.get(f"/api/workspaces/{workspace}/documents/{document_id}")
                 assert response.status_code == 200, response.text
                 document: dict[str, Any] = response.json()
-                if document["status"] in ("ready", "failed") or time.monotonic() > deadline:
+                if document["status"] in PROCESSED or time.monotonic() > deadline:
                     return document
                 time.sleep(0.2)
 

@@ -198,11 +198,14 @@ def test_failures_are_recorded_with_reasons_and_the_rest_continues(app: AppConte
     (corpus / "image.xyz").write_bytes(b"\x00\x01")
     report = _refresh(app)
     codes = {Path(f.source_id).name: f.error_code for f in report.failures}  # type: ignore[attr-defined]
-    assert codes == {"broken.pdf": "corrupt", "image.xyz": "unsupported_type"}
+    assert codes == {"broken.pdf": "corrupt"}
+    skips = {Path(f.source_id).name: f.error_code for f in report.skips}  # type: ignore[attr-defined]
+    assert skips == {"image.xyz": "unsupported_type"}  # not read by design: no failure
     assert report.indexed == len(FACTS)  # type: ignore[attr-defined]
     readiness = app.readiness()
     assert readiness.state == "degraded"
-    assert {f["code"] for f in readiness.failed} == {"corrupt", "unsupported_type"}
+    assert {f["code"] for f in readiness.failed} == {"corrupt"}
+    assert {f["code"] for f in readiness.skipped} == {"unsupported_type"}
 
 
 def test_no_filters_matches_search_filters_default() -> None:

@@ -1,8 +1,9 @@
 """Documents as the API shows them: four statuses, pages of a listing, removal.
 
 The catalog keeps finer states than a client needs; ``api_status`` folds them into
-``pending | processing | ready | failed``. Every read is scoped to one workspace: an
-id from another workspace is simply not found.
+``pending | processing | ready | failed | skipped`` (skipped: not read by design, such as
+an empty file or a duplicate of content already indexed; the reason says which). Every
+read is scoped to one workspace: an id from another workspace is simply not found.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ from autorag.ingest.uploads import stored_path
 from autorag.store.catalog.models import DocumentRow
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 
-ApiStatus = Literal["pending", "processing", "ready", "failed"]
-API_STATUSES: tuple[ApiStatus, ...] = ("pending", "processing", "ready", "failed")
+ApiStatus = Literal["pending", "processing", "ready", "failed", "skipped"]
+API_STATUSES: tuple[ApiStatus, ...] = ("pending", "processing", "ready", "failed", "skipped")
 # Catalog states behind each API status; ``deleting`` documents are already gone.
 _STORED: dict[ApiStatus, tuple[str, ...]] = {
     "pending": ("pending",),
     "processing": ("indexing",),
     "ready": ("ready",),
     "failed": ("failed", "needs_ocr"),
+    "skipped": ("skipped",),
 }
 _API: dict[str, ApiStatus] = {s: api for api, stored in _STORED.items() for s in stored}
 

@@ -23,12 +23,13 @@ from autorag.config import CONFIG_FILE_NAME, Settings
 from autorag.embeddings.cache import default_cache_path
 from autorag.errors import Conflict
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
+from autorag.ingest.readiness import SKIPPED_REASONS, failed_and_skipped_counts
 from autorag.sources import SourceRoot, escape_name, local_source_id
 from autorag.store.catalog.repository import Catalog, DocumentMeta, FileState, WorkspaceInfo
 from autorag.workspace import Workspace
 
 # Statuses a file keeps while its (size, mtime) is unchanged; others are redone.
-SETTLED = frozenset({"ready", "failed", "needs_ocr", "pending"})
+SETTLED = frozenset({"ready", "failed", "skipped", "needs_ocr", "pending"})
 # Why a scan has no text that stands while its bytes do: a reviewer's call, or none read.
 _OCR_DECIDED = frozenset({"ocr_review", "ocr_rejected", "ocr_empty"})
 # Scans OCR never read in their current version: queued as soon as OCR is on.
@@ -49,14 +50,20 @@ class FileEntry:
 
 @dataclass
 class RefreshReport:
+    """What a refresh did. ``failed`` and ``skipped`` count the files in that state once
+    it is over, whether this run or an earlier one found them (the same files ``autorag
+    status`` lists); ``failures`` and ``skips`` are those this run read."""
+
     files_seen: int = 0
     indexed: int = 0
     unchanged: int = 0
     failed: int = 0
+    skipped: int = 0  # not read by design: empty, unsupported type, duplicate content
     needs_ocr: int = 0  # files with no text yet: waiting for OCR, or not read by it
     deleted: int = 0
     ocr_queued: int = 0  # files whose pages without text are queued for OCR
     failures: list[IngestOutcome] = field(default_factory=list)
+    skips: list[IngestOutcome] = field(default_factory=list)
 
     def count(self, outcome: IngestOutcome) -> None:
         if outcome.status == "ready":
@@ -68,6 +75,14 @@ class RefreshReport:
         elif outcome.status == "failed":
             self.failed += 1
             self.failures.append(outcome)
+        elif outcome.status == "skipped":
+            self.skipped += 1
+            self.skips.append(outcome)
+
+    def settle(self, failed: int, skipped: int) -> None:
+        """Take the workspace's totals once the run is over: a file that failed before and
+        is unchanged is still a failure."""
+        self.failed, self.skipped = failed, skipped
 
 
 class RefreshObserver(Protocol):
@@ -257,7 +272,11 @@ class _Plan:
         """Whether a file is read afresh even if its bytes are the same: a failure
         retried, or a scan OCR has not read (it was off, or the file was away)."""
         if known.status == "failed":
-            return self.retry_failed
+            # Files older catalogs called failed that are skipped by design now.
+            return self.retry_failed or known.error_code in SKIPPED_REASONS
+        if known.status == "skipped":
+            # A duplicate is indexed once the copy that was kept is gone.
+            return known.error_code == "duplicate"
         if known.status != "needs_ocr" or self.ocr is None:
             return False
         code = known.error_code
@@ -304,6 +323,7 @@ def refresh(
     status, error = "interrupted", None
     try:
         _sync(catalog, workspace, indexer, roots, ignore, observer, plan, report)
+        report.settle(*failed_and_skipped_counts(catalog, workspace))
         status = "completed"
     except Exception as exc:
         status, error = "failed", str(exc)

@@ -16,10 +16,12 @@ from typing import Literal
 from autorag.config import IngestSettings
 from autorag.dlp.service import DlpService
 from autorag.embeddings.base import EmbeddingProvider
+from autorag.ingest import duplicates
 from autorag.ingest.chunker import chunk_document
 from autorag.ingest.parsers import parse_file
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.parsers.guards import IngestLimits
+from autorag.ingest.readiness import SKIPPED_REASONS
 from autorag.models import Chunk, ParsedDocument
 from autorag.store.catalog.repository import (
     Catalog,
@@ -30,7 +32,8 @@ from autorag.store.catalog.repository import (
 from autorag.store.vectors.base import VectorRecord, VectorStore
 from autorag.workspace_settings import read_settings
 
-OutcomeStatus = Literal["ready", "failed", "needs_ocr", "unchanged", "deleted"]
+OutcomeStatus = Literal["ready", "failed", "skipped", "needs_ocr", "unchanged", "deleted"]
+
 # What a file keeps while its bytes are the same: its text indexed, or its scanned pages
 # waiting for OCR or read by it (reviewed, rejected…). Parsing them again changes nothing.
 _KEPT_ON_SAME_CONTENT = frozenset({"ready", "pending", "needs_ocr"})
@@ -164,13 +167,19 @@ class Indexer:
                 ):
                     self.catalog.touch(item.known_document_id, meta.size, meta.mtime_ns)
                     return IngestOutcome(meta.source_id, "unchanged")
+                kept = self._kept_copy(meta)
+                if kept is not None:
+                    return self._unindexed(meta, "skipped", "duplicate", kept)
                 parsed = parse_file(item.path, limits=self.limits)
             elif item.parsed is not None:
                 parsed = item.parsed
             else:
                 raise ValueError("an IngestItem needs a path or parsed text")
         except ParseError as exc:
-            return self._unindexed(meta, "failed", exc.reason, exc.message)
+            status: Literal["failed", "skipped"] = (
+                "skipped" if exc.reason in SKIPPED_REASONS else "failed"
+            )
+            return self._unindexed(meta, status, exc.reason, exc.message)
         except OSError as exc:
             return self._unindexed(meta, "failed", "unreadable", f"cannot read file: {exc}")
         meta = replace(
@@ -178,6 +187,9 @@ class Indexer:
             doc_type=parsed.doc_type,
             title=parsed.title or meta.title,
             pages=parsed.pages,
+            # The document's own date when its metadata has one; else the file's mtime
+            # (an upload's arrival) that the caller put there.
+            doc_date=parsed.date or meta.doc_date,
         )
         if parsed.needs_ocr:
             reason = "no usable text layer (under 100 characters); OCR needed"
@@ -195,6 +207,20 @@ class Indexer:
         )
         return _Prepared(meta, chunks, parsed.ocr_pages)
 
+    def _kept_copy(self, meta: DocumentMeta) -> str | None:
+        """Why a file under a search path is not indexed: the same content was uploaded
+        first (that copy is kept). Uploads check the other way round when they arrive."""
+        if meta.origin != "file" or meta.content_hash is None:
+            return None
+        kept = duplicates.kept_copy(
+            self.catalog.engine,
+            self.workspace.id,
+            meta.content_hash,
+            origins=("upload",),
+            other_than=meta.source_id,
+        )
+        return None if kept is None else duplicates.kept_reason(kept)
+
     def record_failure(self, meta: DocumentMeta, code: str, reason: str) -> IngestOutcome:
         """Record a file that was found but not read (a link not followed, a name that
         cannot carry an id...), so that it is listed with its reason like any failure."""
@@ -203,7 +229,7 @@ class Indexer:
     def _unindexed(
         self,
         meta: DocumentMeta,
-        status: Literal["failed", "needs_ocr"],
+        status: Literal["failed", "skipped", "needs_ocr"],
         code: str,
         reason: str,
         *,

@@ -5,14 +5,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from sqlalchemy import func, select
+
 from autorag.errors import AutoragError
+from autorag.ingest.duplicates import display_name
 from autorag.store.catalog.models import DocumentRow
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 from autorag.store.vectors.base import VectorStore
 
 ReadinessState = Literal["configured", "degraded", "unavailable", "ready"]
-# Failures that say nothing about the index's health: files we do not read by design.
-_BENIGN_FAILURES = frozenset({"unsupported_type"})
+# Files not read by design rather than broken: recorded as ``skipped`` with the reason,
+# never a failure of the workspace (``empty``: no text; ``duplicate``: the same content
+# is indexed under another name, which is kept). Older catalogs recorded the first two
+# as ``failed``; they are shown as skipped too, and the next refresh re-reads them.
+SKIPPED_REASONS = frozenset({"empty", "unsupported_type", "duplicate"})
 
 
 @dataclass
@@ -23,6 +29,7 @@ class Readiness:
     chunks: int = 0
     vectors: int = 0
     failed: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[dict[str, Any]] = field(default_factory=list)
     last_refresh: dict[str, Any] | None = None
 
 
@@ -41,8 +48,15 @@ def check_readiness(
     ``unavailable`` otherwise."""
     counts = catalog.status_counts(workspace.id)
     chunks = catalog.chunk_count(workspace.id)
-    failed_rows = catalog.list_documents(workspace.id, status="failed", limit=1000)
-    report = Readiness("ready", "", counts, chunks, failed=[_failure(d) for d in failed_rows])
+    failed_rows, skipped_rows = failed_and_skipped(catalog, workspace)
+    report = Readiness(
+        "ready",
+        "",
+        counts,
+        chunks,
+        failed=[_failure(d) for d in failed_rows],
+        skipped=[_failure(d) for d in skipped_rows],
+    )
     run = catalog.latest_run(workspace.id)
     if run is not None:
         report.last_refresh = {
@@ -109,9 +123,10 @@ def _judge(
         return "degraded", (
             f"{report.chunks - report.vectors} chunks have no vector: run `autorag reindex`"
         )
-    real_failures = [f for f in report.failed if f["code"] not in _BENIGN_FAILURES]
-    if real_failures:
-        return "degraded", f"{len(real_failures)} files failed to index (listed below)"
+    if report.failed:
+        count = len(report.failed)
+        files = "file" if count == 1 else "files"
+        return "degraded", f"{count} {files} failed to index (listed below)"
     return "ready", f"{report.documents.get('ready', 0)} documents, {report.chunks} chunks indexed"
 
 
@@ -126,5 +141,33 @@ def _other_model(stored_models: set[str], model: str) -> str:
     )
 
 
+def failed_and_skipped(
+    catalog: Catalog, workspace: WorkspaceInfo, *, limit: int = 1000
+) -> tuple[list[DocumentRow], list[DocumentRow]]:
+    """The workspace's files that failed, and those skipped by design (with reasons)."""
+    failed = catalog.list_documents(workspace.id, status="failed", limit=limit)
+    skipped = catalog.list_documents(workspace.id, status="skipped", limit=limit)
+    benign = [d for d in failed if d.error_code in SKIPPED_REASONS]
+    return [d for d in failed if d.error_code not in SKIPPED_REASONS], [*skipped, *benign]
+
+
+def failed_and_skipped_counts(catalog: Catalog, workspace: WorkspaceInfo) -> tuple[int, int]:
+    """How many files ``failed_and_skipped`` lists, counted in the catalog."""
+    benign = select(func.count(DocumentRow.id)).where(
+        DocumentRow.workspace_id == workspace.id,
+        DocumentRow.status == "failed",
+        DocumentRow.error_code.in_(SKIPPED_REASONS),
+    )
+    counts = catalog.status_counts(workspace.id)
+    with catalog.engine.connect() as conn:
+        old = int(conn.execute(benign).scalar() or 0)
+    return counts.get("failed", 0) - old, counts.get("skipped", 0) + old
+
+
 def _failure(document: DocumentRow) -> dict[str, Any]:
-    return {"source_id": document.source_id, "code": document.error_code, "reason": document.error}
+    return {
+        "source_id": document.source_id,
+        "name": display_name(document.source_id, document.origin),
+        "code": document.error_code,
+        "reason": document.error,
+    }

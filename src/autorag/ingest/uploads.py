@@ -30,6 +30,7 @@ from autorag.errors import (
     PayloadTooLarge,
     UnsupportedMediaType,
 )
+from autorag.ingest import duplicates
 from autorag.ingest.parsers import guards
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
@@ -319,8 +320,9 @@ def store_upload(
 ) -> StoredUpload:
     """Sniff ``received``, then keep it once per content hash and queue its processing.
 
-    A file whose content the workspace already holds as an upload is not stored again:
-    the result names the existing document with ``duplicate=True``. Otherwise the file
+    A file whose content the workspace already holds, as an upload or as a file under
+    a search path, is not stored again: the result names the existing (kept) document
+    with ``duplicate=True``. Otherwise the file
     moves to ``<uploads>/<sha256>.<ext>`` and a ``pending`` document and its job are
     written in one transaction. ``ocr_mode`` (auto, vision, skip) rides on the job: it
     says how pages without a text layer are read.
@@ -330,6 +332,9 @@ def store_upload(
         doc_type = upload_type(filename)
         sniff(received.path, doc_type, limits)
         existing = find_upload(engine, workspace.id, received.sha256)
+        if existing is None:
+            kept = duplicates.kept_copy(engine, workspace.id, received.sha256, origins=("file",))
+            existing = None if kept is None else kept.document_id
         if existing is not None:
             return StoredUpload(existing, duplicate=True)
         target = stored_path(data_dir, workspace, received.sha256, doc_type)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from autorag.config import SearchSettings
@@ -57,6 +57,37 @@ class HybridSearcher:
         started = time.perf_counter()
         diagnostics: list[Diagnostic] = []
         timings: dict[str, float] = {}
+        hits = self._search(request, diagnostics, timings)
+        if not hits and request.filters.active:
+            diagnostics.extend(self._outside_filters(request))
+        timings["total_ms"] = (time.perf_counter() - started) * 1000
+        return SearchResponse(hits, diagnostics, timings)
+
+    def _outside_filters(self, request: SearchRequest) -> list[Diagnostic]:
+        """When filters left nothing: how many matches they excluded, and which filter
+        (the dates first), so that people know to widen it rather than reword."""
+        filters = request.filters
+        dated = filters.date_from is not None or filters.date_to is not None
+        wider = (
+            replace(filters, date_from=None, date_to=None)
+            if dated
+            else replace(filters, document_types=())
+        )
+        outside = len(self._search(replace(request, filters=wider), [], {}))
+        if not outside:
+            return []
+        matches = "1 match was" if outside == 1 else f"{outside} matches were"
+        why = (
+            "outside the dates you chose (each document's own date: from its metadata, "
+            "else when the file was last modified)"
+            if dated
+            else "of other types than the ones you chose"
+        )
+        return [Diagnostic("outside_filters", f"{matches} {why}", "info")]
+
+    def _search(
+        self, request: SearchRequest, diagnostics: list[Diagnostic], timings: dict[str, float]
+    ) -> list[SearchHit]:
         depth = max(self.settings.candidate_depth, request.k * (4 if request.per_document else 1))
         use_vector = request.mode in ("hybrid", "vector") and self._vector_leg_allowed(diagnostics)
         use_fts = request.mode in ("hybrid", "fts")
@@ -68,9 +99,7 @@ class HybridSearcher:
         ranked = {name: ids for name, ids in legs.items() if ids is not None}
         weights = {"vector": self.settings.vector_weight, "fts": self.settings.fts_weight}
         fused = rrf_fuse(ranked, k=self.settings.rrf_k, weights=weights)
-        hits = self._backstop(fused, request)
-        timings["total_ms"] = (time.perf_counter() - started) * 1000
-        return SearchResponse(hits, diagnostics, timings)
+        return self._backstop(fused, request)
 
     def _vector_leg_allowed(self, diagnostics: list[Diagnostic]) -> bool:
         """Guard D-01: never compare vectors from different models."""

@@ -14,6 +14,7 @@ from autorag.api.deps import PoolDep, WorkspaceDep
 from autorag.api.multipart import receive_upload
 from autorag.context import AppContext
 from autorag.ingest import documents as docs
+from autorag.ingest.duplicates import display_name
 from autorag.ingest.parsers.guards import IngestLimits
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import (
@@ -38,17 +39,21 @@ DocumentId = Annotated[int, Path(ge=1, le=MAX_ID, description="Document id")]
 class DocumentOut(BaseModel):
     id: int
     sourceId: str
+    name: str  # what people call the file: an upload's original name, else the source id
     title: str
     type: str
     origin: str
     status: docs.ApiStatus
-    reason: str | None  # stable code when failed: corrupt, encrypted, needs_ocr, …
+    reason: str | None  # stable code when failed or skipped: corrupt, empty, duplicate, …
     message: str | None
     pages: int | None
     chunks: int
     size: int
     createdAt: datetime
     indexedAt: datetime | None
+    # What the search's date filter uses: the document's own date from its metadata,
+    # else when the file was last modified (an upload: when it arrived).
+    documentDate: datetime
 
 
 class UploadOut(DocumentOut):
@@ -88,17 +93,19 @@ def _document(row: DocumentRow) -> DocumentOut:
     return DocumentOut(
         id=row.id,
         sourceId=row.source_id,
+        name=display_name(row.source_id, row.origin),
         title=row.title,
         type=row.doc_type,
         origin=row.origin,
         status=status,
-        reason=row.error_code if status == "failed" else None,
-        message=row.error if status == "failed" else None,
+        reason=row.error_code if status in ("failed", "skipped") else None,
+        message=row.error if status in ("failed", "skipped") else None,
         pages=row.pages,
         chunks=row.chunk_count,
         size=row.size,
         createdAt=utc(row.created_at),
         indexedAt=_utc_or_none(row.indexed_at),
+        documentDate=utc(row.doc_date),
     )
 
 

@@ -14,6 +14,7 @@ from autorag.api.redaction import workspace_dlp
 from autorag.context import AppContext
 from autorag.dlp.scanner import ScanResult
 from autorag.dlp.service import DlpSession
+from autorag.ingest.duplicates import display_name
 from autorag.models import SearchHit
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
@@ -38,6 +39,7 @@ class SearchBody(BaseModel):
 class HitOut(BaseModel):
     source: str
     sourceId: str
+    name: str  # what people call the file: an upload's original name, else the source id
     documentId: int
     chunkIndex: int
     title: str
@@ -68,6 +70,7 @@ def _hit(hit: SearchHit, scanned: ScanResult) -> HitOut:
     return HitOut(
         source=hit.source,
         sourceId=hit.source_id,
+        name=display_name(hit.source_id),
         documentId=hit.document_id,
         chunkIndex=hit.chunk_index,
         title=hit.title,
@@ -89,7 +92,10 @@ async def search(
     dlp: Annotated[DlpSession, Depends(workspace_dlp("search"))],
     slots: SearchSlots,
 ) -> SearchOut:
-    """Hybrid search with documentTypes and dateFrom/dateTo filters."""
+    """Hybrid search with documentTypes and dateFrom/dateTo filters. The dates filter on
+    each document's own date (PDF, Office or front-matter metadata; else when the file was
+    last modified, or uploaded); when filters leave nothing, a diagnostic
+    ``outside_filters`` says how many matches they excluded."""
     # At most ``server.search_threads`` at once: the rest wait here, holding no thread.
     return await to_thread.run_sync(_search, context, body, dlp, limiter=slots)
 

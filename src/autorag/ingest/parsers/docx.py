@@ -11,6 +11,7 @@ from docx.table import Table, _Cell, _Row
 from docx.text.paragraph import Paragraph
 
 from autorag.ingest.parsers.base import ParseError
+from autorag.ingest.parsers.dates import office_date
 from autorag.models import ParsedDocument, Segment
 
 _CELL_SEPARATOR = " | "
@@ -32,6 +33,7 @@ class DocxParser:
             segments=[Segment(_body_text(document))],
             title=_title(document),
             doc_type=self.doc_type,
+            date=office_date(document.core_properties),
         )
 
     def _parse_raw(self, path: Path, docx_error: Exception) -> ParsedDocument:

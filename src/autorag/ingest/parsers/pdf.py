@@ -8,6 +8,7 @@ from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, PyPdfError
 
 from autorag.ingest.parsers.base import ParseError
+from autorag.ingest.parsers.dates import pdf_date
 from autorag.models import ParsedDocument, Segment
 
 # Fewer visible characters than this across the whole file means the pages are images
@@ -42,6 +43,7 @@ class PdfParser:
             pages=len(texts),
             needs_ocr=_visible_chars(texts) < _MIN_TEXT_CHARS,
             ocr_pages=_pages_without_text(texts),
+            date=pdf_date(reader),
         )
 
 

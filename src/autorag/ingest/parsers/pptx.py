@@ -13,6 +13,7 @@ from pptx.shapes.group import GroupShape
 from pptx.slide import Slide
 from pptx.table import Table
 
+from autorag.ingest.parsers.dates import office_date
 from autorag.models import ParsedDocument, Segment
 
 _CELL_SEPARATOR = " | "
@@ -23,13 +24,15 @@ class PptxParser:
     extensions: tuple[str, ...] = (".pptx",)
 
     def parse(self, path: Path) -> ParsedDocument:
-        slides = list(pptx.Presentation(str(path)).slides)
+        presentation = pptx.Presentation(str(path))
+        slides = list(presentation.slides)
         texts = [_slide_text(slide) for slide in slides]
         return ParsedDocument(
             segments=[Segment(text, page=n) for n, text in enumerate(texts, start=1) if text],
             title=_title(slides[0]) if slides else None,
             doc_type=self.doc_type,
             pages=len(slides),
+            date=office_date(presentation.core_properties),
         )
 
 

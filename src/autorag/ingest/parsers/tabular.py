@@ -12,6 +12,7 @@ from typing import Any
 import openpyxl
 
 from autorag.ingest.parsers.base import ParseError
+from autorag.ingest.parsers.dates import office_date
 from autorag.ingest.parsers.text import decode_text
 from autorag.models import ParsedDocument, Segment
 
@@ -39,10 +40,11 @@ class XlsxParser:
                 for segment in _sheet_segments(sheet, self.max_chars)
             ]
             title = (workbook.properties.title or "").strip() or None
+            created = office_date(workbook.properties)
         finally:
             workbook.close()  # read-only mode keeps the file open until told otherwise
         return ParsedDocument(
-            segments=segments, title=title, doc_type=self.doc_type, pre_chunked=True
+            segments=segments, title=title, doc_type=self.doc_type, pre_chunked=True, date=created
         )
 
 

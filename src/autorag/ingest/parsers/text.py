@@ -8,6 +8,7 @@ from pathlib import Path
 from charset_normalizer import CharsetMatch, from_bytes
 
 from autorag.ingest.parsers.base import ParseError
+from autorag.ingest.parsers.dates import front_matter_date
 from autorag.models import ParsedDocument, Segment
 
 # Encodings documents are really saved in. Left to try every codec, the detector picks
@@ -65,7 +66,10 @@ class MarkdownParser:
     def parse(self, path: Path) -> ParsedDocument:
         text = decode_text(path.read_bytes())
         return ParsedDocument(
-            segments=[Segment(text)], title=markdown_title(text), doc_type=self.doc_type
+            segments=[Segment(text)],
+            title=markdown_title(text),
+            doc_type=self.doc_type,
+            date=front_matter_date(text),
         )
 
 
