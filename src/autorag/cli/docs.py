@@ -8,6 +8,7 @@ import typer
 from rich.table import Table
 
 from autorag.cli._common import console, open_app, print_json
+from autorag.ingest.duplicates import display_name
 from autorag.sources import to_real_path
 from autorag.store.catalog.models import DocumentRow
 
@@ -19,6 +20,7 @@ def _as_dict(document: DocumentRow, roots: Any) -> dict[str, Any]:
     return {
         "id": document.id,
         "source_id": document.source_id,
+        "name": display_name(document.source_id, document.origin),
         "path": to_real_path(document.source_id, roots),
         "title": document.title,
         "type": document.doc_type,
@@ -29,7 +31,7 @@ def _as_dict(document: DocumentRow, roots: Any) -> dict[str, Any]:
         "chunks": document.chunk_count,
         "size": document.size,
         "embedding_model": document.embedding_model,
-        "date": document.doc_date.isoformat(),
+        "date": document.doc_date.isoformat(),  # its own, else the file's modification
         "indexed_at": document.indexed_at.isoformat() if document.indexed_at else None,
     }
 
@@ -58,7 +60,7 @@ def list_documents(
             document.status,
             document.doc_type,
             str(document.chunk_count),
-            document.source_id,
+            display_name(document.source_id, document.origin),
         )
     console.print(table)
 

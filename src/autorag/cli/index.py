@@ -242,12 +242,19 @@ def _read_scans(app: AppContext, progress: Progress) -> dict[str, int]:
 def _print_refresh(report: RefreshReport) -> None:
     console.print(
         f"{report.files_seen} files: {report.indexed} indexed, {report.unchanged} unchanged, "
-        f"{report.failed} failed, {report.needs_ocr} need OCR, {report.deleted} removed"
+        f"{report.failed} failed, {report.skipped} skipped, {report.needs_ocr} need OCR, "
+        f"{report.deleted} removed",
+        highlight=False,
     )
     for failure in report.failures[:20]:
         console.print(f"  [red]failed[/red] {failure.source_id}: {failure.error}", highlight=False)
-    if len(report.failures) > 20:
-        console.print(f"  … and {len(report.failures) - 20} more (see `autorag status`)")
+    for skip in report.skips[:20]:
+        why = f"skipped ({skip.error_code})"
+        console.print(f"  [dim]{why}[/dim] {skip.source_id}: {skip.error}", highlight=False)
+    shown = min(len(report.failures), 20) + min(len(report.skips), 20)
+    if report.failed + report.skipped > shown:
+        more = report.failed + report.skipped - shown
+        console.print(f"  … and {more} more (see `autorag status`)", highlight=False)
 
 
 def _print_ocr(queued: int, results: dict[str, int] | None) -> None:
@@ -297,11 +304,12 @@ def _print_status(readiness: Readiness, roots: list[SourceRoot]) -> None:
     if readiness.last_refresh:
         run = readiness.last_refresh
         console.print(f"last refresh: {run['status']} at {run['finished_at'] or run['started_at']}")
-    if readiness.failed:
-        table = Table("source", "code", "reason", title="Failed files")
-        for failure in readiness.failed:
-            table.add_row(failure["source_id"], failure["code"] or "", failure["reason"] or "")
-        console.print(table)
+    for rows, title in ((readiness.failed, "Failed files"), (readiness.skipped, "Skipped files")):
+        if rows:
+            table = Table("source", "code", "reason", title=title)
+            for row in rows:
+                table.add_row(row["name"], row["code"] or "", row["reason"] or "")
+            console.print(table)
 
 
 def reindex_command(ctx: typer.Context) -> None:

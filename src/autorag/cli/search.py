@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from autorag.cli._common import console, open_app, print_json, split_types
+from autorag.ingest.duplicates import display_name
 from autorag.models import SearchHit
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchMode, SearchRequest
@@ -16,10 +17,19 @@ from autorag.retrieval.hybrid import SearchMode, SearchRequest
 TypeOption = Annotated[
     str | None, typer.Option("--type", "-t", help="Document types, comma separated: pdf,md,…")
 ]
-FromOption = Annotated[str | None, typer.Option("--from", help="Documents dated on/after (ISO).")]
+FromOption = Annotated[
+    str | None,
+    typer.Option(
+        "--from",
+        help="Documents dated on or after this day (YYYY-MM-DD). A document's date is its "
+        "own (PDF, Office or front-matter metadata), else when the file was last modified.",
+    ),
+]
 ToOption = Annotated[
     str | None,
-    typer.Option("--to", help="Documents dated on/before (ISO; a date includes the day)."),
+    typer.Option(
+        "--to", help="Documents dated on or before this day (YYYY-MM-DD; the whole day counts)."
+    ),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
 
@@ -69,5 +79,6 @@ def _hits_table(hits: list[SearchHit]) -> Table:
     for n, hit in enumerate(hits, 1):
         where = f"p.{hit.page}" if hit.page else f"¶{hit.paragraph + 1}"
         snippet = " ".join(hit.text.split())[:160]
-        table.add_row(str(n), f"{hit.score:.4f}", hit.legs, hit.source, where, snippet)
+        source = display_name(hit.source)  # an upload by its original name
+        table.add_row(str(n), f"{hit.score:.4f}", hit.legs, source, where, snippet)
     return table
