@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 
@@ -447,6 +449,25 @@ def test_registry_covers_every_supported_extension() -> None:
         "pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html", "image"
     }  # fmt: skip
     assert parser_for(Path("REPORT.PDF")).doc_type == "pdf"
+
+
+def test_each_parser_is_listed_for_exactly_its_own_extensions() -> None:
+    for extension, parser in PARSERS.items():
+        assert extension in parser.extensions, (extension, type(parser).__name__)
+    declared = {ext for parser in PARSERS.values() for ext in parser.extensions}
+    assert declared == set(PARSERS)
+
+
+def test_a_parser_library_is_imported_only_when_its_file_type_is_read() -> None:
+    probe = (
+        "import sys\n"
+        "from autorag.ingest.pipeline import Indexer\n"
+        "heavy = ('pypdf', 'docx', 'pptx', 'openpyxl', 'bs4', 'mammoth')\n"
+        "print(' '.join(m for m in heavy if m in sys.modules))\n"
+    )
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == []
 
 
 def test_unknown_extension_is_unsupported(tmp_path: Path) -> None:

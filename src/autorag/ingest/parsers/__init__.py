@@ -2,36 +2,57 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from autorag.ingest.parsers import guards
 from autorag.ingest.parsers.base import ParseError, Parser
-from autorag.ingest.parsers.docx import DocxParser
-from autorag.ingest.parsers.html import HtmlParser
-from autorag.ingest.parsers.image import ImageParser
-from autorag.ingest.parsers.pdf import PdfParser
-from autorag.ingest.parsers.pptx import PptxParser
-from autorag.ingest.parsers.tabular import CsvParser, XlsxParser
-from autorag.ingest.parsers.text import MarkdownParser, TextParser
 from autorag.models import ParsedDocument
 
 __all__ = ["PARSERS", "ParseError", "Parser", "parse_file", "parser_for"]
 
-_ALL_PARSERS: tuple[Parser, ...] = (
-    PdfParser(),
-    DocxParser(),
-    PptxParser(),
-    XlsxParser(),
-    CsvParser(),
-    TextParser(),
-    MarkdownParser(),
-    HtmlParser(),
-    ImageParser(),
-)
-
-PARSERS: dict[str, Parser] = {
-    extension: parser for parser in _ALL_PARSERS for extension in parser.extensions
+# Each extension's parser as "module:Class" under this package. A parser module, and the
+# library it wraps (pypdf, python-docx, openpyxl, BeautifulSoup...), is imported when the
+# first file of its type is read: a refresh that finds nothing new imports none of them.
+# tests/unit/test_parsers.py keeps this table equal to the parsers' own ``extensions``.
+_WHERE: dict[str, str] = {
+    ".pdf": "pdf:PdfParser",
+    ".docx": "docx:DocxParser",
+    ".pptx": "pptx:PptxParser",
+    ".xlsx": "tabular:XlsxParser",
+    ".csv": "tabular:CsvParser",
+    ".txt": "text:TextParser",
+    ".md": "text:MarkdownParser",
+    ".markdown": "text:MarkdownParser",
+    ".html": "html:HtmlParser",
+    ".htm": "html:HtmlParser",
+    **dict.fromkeys((".png", ".jpg", ".jpeg", ".tif", ".tiff"), "image:ImageParser"),
 }
+
+
+class _Parsers(Mapping[str, Parser]):
+    """Extension → parser; each parser is built (its module imported) on first use."""
+
+    def __init__(self) -> None:
+        self._built: dict[str, Parser] = {}
+
+    def __getitem__(self, extension: str) -> Parser:
+        where = _WHERE[extension]
+        if where not in self._built:
+            module, name = where.split(":")
+            parser_class = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+            self._built[where] = parser_class()
+        return self._built[where]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(_WHERE)
+
+    def __len__(self) -> int:
+        return len(_WHERE)
+
+
+PARSERS: Mapping[str, Parser] = _Parsers()
 
 
 def parser_for(path: Path) -> Parser:
