@@ -1316,6 +1316,72 @@ def _flip_default_check(cell: Cell, response: httpx.Response) -> None:
     assert (_global_default(cell.world) == sent) is cell.succeeds
 
 
+# -- model connections: the installation's, an admin's ------------------------------------
+CONNECTIONS = "/api/models/connections"
+NOWHERE = "http://127.0.0.1:9"  # the discard port: nothing listens, refused at once
+
+
+def _connection_names(world: World) -> set[str]:
+    response = world.call("GET", CONNECTIONS, world.admin)
+    assert response.status_code == 200, response.text
+    return {c["name"] for c in response.json()}
+
+
+def _made_connection(world: World, name: str) -> str:
+    if name not in _connection_names(world):
+        body = {"name": name, "kind": "ollama", "baseUrl": NOWHERE, "apiKey": "sk-matrix"}
+        response = world.call("POST", CONNECTIONS, world.admin, json=body)
+        assert response.status_code == 201, response.text
+    return name
+
+
+def _connections_check(cell: Cell, response: httpx.Response) -> None:
+    assert isinstance(response.json(), list)
+    assert "sk-matrix" not in response.text
+
+
+def _new_connection(cell: Cell) -> Params:
+    body = {"name": cell.world.fresh("conn-"), "kind": "ollama", "baseUrl": NOWHERE}
+    return {}, {"json": body}
+
+
+def _new_connection_check(cell: Cell, response: httpx.Response) -> None:
+    sent = json.loads(response.request.content)["name"]
+    assert (sent in _connection_names(cell.world)) is cell.succeeds
+
+
+def _probe(cell: Cell) -> Params:
+    return {}, {"json": {"kind": "ollama", "baseUrl": NOWHERE}}
+
+
+def _probe_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["problem"] == "refused"
+
+
+def _doomed_connection(cell: Cell) -> Params:
+    """A fresh connection for one who may change or remove it, the kept one otherwise."""
+    world = cell.world
+    _made_connection(world, "kept")
+    name = world.fresh("doomed-") if cell.succeeds else "kept"
+    return {"name": _made_connection(world, name)}, {}
+
+
+def _disabled_connection(cell: Cell) -> Params:
+    params, _ = _doomed_connection(cell)
+    return params, {"json": {"enabled": False}}
+
+
+def _doomed_connection_check(cell: Cell, response: httpx.Response) -> None:
+    names = _connection_names(cell.world)
+    assert "kept" in names
+    if cell.succeeds and response.request.method == "DELETE":
+        assert response.request.url.path.rsplit("/", 1)[1] not in names
+
+
+def _kept_connection(cell: Cell) -> Params:
+    return {"name": _made_connection(cell.world, "kept")}, {}
+
+
 # -- the OpenAI-compatible API: a workspace is a model --------------------------------
 def _v1_models_check(cell: Cell, response: httpx.Response) -> None:
     """One model per workspace the caller may chat in."""
@@ -1861,6 +1927,65 @@ ENDPOINTS = [
         unconfined=True,  # the installation's default, not one workspace's
         send=_flip_default,
         after=_flip_default_check,
+    ),
+    # Model connections.
+    Endpoint(
+        "GET", CONNECTIONS, "workspaces:admin", 200, unconfined=True, check=_connections_check
+    ),
+    Endpoint(
+        "POST",
+        CONNECTIONS,
+        "workspaces:admin",
+        201,
+        unconfined=True,
+        send=_new_connection,
+        after=_new_connection_check,
+    ),
+    Endpoint(
+        "POST",
+        CONNECTIONS + "/test",
+        "workspaces:admin",
+        200,
+        unconfined=True,
+        send=_probe,
+        check=_probe_check,
+    ),
+    Endpoint("GET", CONNECTIONS + "/detect", "workspaces:admin", 200, unconfined=True),
+    Endpoint(
+        "PATCH",
+        CONNECTIONS + "/{name}",
+        "workspaces:admin",
+        200,
+        unconfined=True,
+        send=_disabled_connection,
+        after=_doomed_connection_check,
+    ),
+    Endpoint(
+        "DELETE",
+        CONNECTIONS + "/{name}",
+        "workspaces:admin",
+        204,
+        unconfined=True,
+        send=_doomed_connection,
+        after=_doomed_connection_check,
+    ),
+    Endpoint(
+        "POST",
+        CONNECTIONS + "/{name}/test",
+        "workspaces:admin",
+        200,
+        unconfined=True,
+        send=_kept_connection,
+        check=_probe_check,
+    ),
+    # Nothing listens where the kept connection points: its models are unavailable.
+    Endpoint(
+        "GET",
+        CONNECTIONS + "/{name}/models",
+        "workspaces:admin",
+        503,
+        unconfined=True,
+        send=_kept_connection,
     ),
     # The OpenAI-compatible API: the workspace is the model named in the body.
     Endpoint("GET", "/v1/models", AUTHENTICATED, 200, check=_v1_models_check),

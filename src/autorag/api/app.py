@@ -16,6 +16,7 @@ from autorag.api.routes import (
     agent,
     auth,
     chat,
+    connections,
     dlp,
     documents,
     health,
@@ -73,6 +74,7 @@ def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
     app.include_router(policy.router)
     app.include_router(chat.router)
     app.include_router(models.router)
+    app.include_router(connections.router)
     app.include_router(agent.router)
     app.include_router(openai_compat.router)
     app.include_router(p2p.router)

@@ -16,7 +16,6 @@ from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from autorag.agent.events import AgentEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.chat.service import LOCAL_USER, ChatOutcome, ChatService, ChatTurn
@@ -27,12 +26,10 @@ from autorag.context import AppContext
 from autorag.errors import AutoragError
 from autorag.models import Citation
 from autorag.retrieval.filters import build_filters
-from autorag.system_config import GLOBAL_DEFAULT_MODEL, get_value, set_value
 
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="provider/model to answer with.")
 ]
-models_app = typer.Typer(help="List the models on offer; set the global default model.")
 EXIT_WORDS = {"/quit", "/exit", ":q"}
 log = logging.getLogger(__name__)
 
@@ -40,7 +37,6 @@ log = logging.getLogger(__name__)
 def register(app: typer.Typer) -> None:
     app.command()(ask)
     app.command()(chat)
-    app.add_typer(models_app, name="models")
 
 
 def ask(
@@ -303,40 +299,3 @@ def _outcome_json(outcome: ChatOutcome) -> dict[str, Any]:
         "usage": dataclasses.asdict(result.usage),
         "diagnostics": [dataclasses.asdict(d) for d in result.diagnostics],
     }
-
-
-# -- models ------------------------------------------------------------------------------------
-@models_app.command("list")
-def list_models(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    """The configured providers' models, whether they are up, and their labels."""
-    service = ChatService.for_context(open_app(ctx))
-    service.router.refresh()
-    if as_json:
-        print_json([dataclasses.asdict(m) for m in service.router.models()])
-        return
-    console.print(_models_table(service))
-
-
-@models_app.command("default")
-def default_model(
-    ctx: typer.Context,
-    model: Annotated[str | None, typer.Argument(help="provider/model; omit to show.")] = None,
-    unset: Annotated[bool, typer.Option("--unset", help="Remove the global default.")] = False,
-) -> None:
-    """Show or set the global default model (under each chat's and workspace's choice)."""
-    app = open_app(ctx)
-    engine = app.catalog.engine
-    if model is not None or unset:
-        if model is not None:
-            ChatService.for_context(app).router.check_choice(model, local_only=False)
-        set_value(engine, GLOBAL_DEFAULT_MODEL, None if unset else model)
-    current = get_value(engine, GLOBAL_DEFAULT_MODEL)
-    console.print(f"global default: {current or '(none)'}; environment: {app.settings.llm.default}")
-
-
-def _models_table(service: ChatService) -> Table:
-    table = Table("model", "local", "available", "labels")
-    for m in service.router.models():
-        up = {True: "yes", False: "no", None: "?"}[m.available]
-        table.add_row(m.id, "yes" if m.local else "no", up, ", ".join(m.capabilities))
-    return table

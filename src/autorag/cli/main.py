@@ -100,9 +100,10 @@ COMMANDS: dict[str, Entry] = {
         " check the copy (row counts, and sample searches that must find their documents).",
     ),
     "models": Entry(
-        "chat",
+        "models",
         "register",
-        "List the models on offer; set the global default model.",
+        "Connect model servers (Ollama, OpenAI-compatible), list the models on offer, set"
+        " the global default model.",
     ),
     "docs": Entry(
         "docs",
