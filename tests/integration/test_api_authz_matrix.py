@@ -1398,6 +1398,23 @@ def _completion(cell: Cell) -> Params:
     return {}, {"json": body}
 
 
+def _model_named(cell: Cell) -> Params:
+    return {"model": cell.workspace}, {}
+
+
+def _v1_model_check(cell: Cell, response: httpx.Response) -> None:
+    assert (response.json()["id"], response.json()["object"]) == (cell.workspace, "model")
+
+
+def _embedding(cell: Cell) -> Params:
+    return {}, {"json": {"model": "all-MiniLM-L6-v2", "input": [QUESTION]}}
+
+
+def _embedding_check(cell: Cell, response: httpx.Response) -> None:
+    (item,) = response.json()["data"]
+    assert len(item["embedding"]) == 384
+
+
 def _completion_check(cell: Cell, response: httpx.Response) -> None:
     completion = response.json()
     assert (completion["object"], completion["model"]) == ("chat.completion", cell.workspace)
@@ -1990,6 +2007,16 @@ ENDPOINTS = [
     # The OpenAI-compatible API: the workspace is the model named in the body.
     Endpoint("GET", "/v1/models", AUTHENTICATED, 200, check=_v1_models_check),
     Endpoint(
+        "GET",
+        "/v1/models/{model:path}",
+        "chat:use",
+        200,
+        workspace="path",
+        send=_model_named,
+        check=_v1_model_check,
+    ),
+    Endpoint("POST", "/v1/embeddings", AUTHENTICATED, 200, send=_embedding, check=_embedding_check),
+    Endpoint(
         "POST",
         "/v1/chat/completions",
         "chat:use",
@@ -2024,12 +2051,19 @@ def test_authorization_matrix(
     params, kwargs = endpoint.send(cell)
     if workspace is not None and endpoint.workspace == "path":
         params["workspace"] = workspace
-    path = endpoint.path.format(**params)
+    path = endpoint.path.replace(":path}", "}").format(**params)
 
     response = world.call(endpoint.method, path, cell.credential, **kwargs)
 
     assert response.status_code == expected, f"{endpoint.label} as {who.name}: {response.text}"
-    if expected >= 400:
+    if expected >= 400 and path.startswith("/v1/"):  # OpenAI's error body, for its SDK
+        error = response.json()["error"]
+        assert error["message"] and error["code"] and error["type"]
+        if expected == 404:
+            assert error["code"] == "model_not_found"
+        if expected == 401:
+            assert response.headers["www-authenticate"] == "Bearer"
+    elif expected >= 400:
         assert response.headers["content-type"] == "application/problem+json"
         problem = response.json()
         assert problem["status"] == expected

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import openai
 import pytest
@@ -19,6 +20,7 @@ from autorag.ingest.minsync import refresh
 from autorag.ops.workspaces import create_workspace
 
 QUESTION = "How long is the refund window?"
+EMBEDDING_MODEL = "all-MiniLM-L6-v2"  # the default embedding model
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,7 @@ def test_completion_answers_with_citations(clients: Clients) -> None:
     assert any(c["source"].endswith("refunds.pdf") for c in citations)
 
 
-def test_streaming_completion_streams_the_same_answer(clients: Clients) -> None:
+def test_streaming_completion_streams_the_same_answer_token_by_token(clients: Clients) -> None:
     whole = clients.member.chat.completions.create(
         model="default", messages=[{"role": "user", "content": QUESTION}]
     )
@@ -78,12 +80,128 @@ def test_streaming_completion_streams_the_same_answer(clients: Clients) -> None:
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
-    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    assert text == whole.choices[0].message.content
+    deltas = [
+        c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content
+    ]
+    assert len(deltas) > 5  # a chunk per word, not the whole text in one
+    assert "".join(deltas) == whole.choices[0].message.content
     finishing = [c for c in chunks if c.choices and c.choices[0].finish_reason]
-    assert finishing[-1].choices[0].finish_reason == "stop"
-    assert (finishing[-1].model_extra or {})["citations"]
-    assert chunks[-1].usage is not None and chunks[-1].usage.completion_tokens > 0
+    assert len(finishing) == 1 and finishing[0].choices[0].finish_reason == "stop"
+    assert (finishing[0].model_extra or {})["citations"]
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None
+    assert chunks[-1].usage.completion_tokens > 0
+
+
+def test_max_tokens_cuts_the_answer_with_finish_reason_length(clients: Clients) -> None:
+    ask = [{"role": "user", "content": QUESTION}]
+    cut = clients.member.chat.completions.create(model="default", messages=ask, max_tokens=3)
+    assert cut.choices[0].finish_reason == "length"
+    assert len((cut.choices[0].message.content or "").split()) == 3
+    streamed = clients.member.chat.completions.create(
+        model="default", messages=ask, max_completion_tokens=2, stream=True
+    )
+    chunks = list(streamed)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert len(text.split()) == 2
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "length"
+
+
+def test_stop_sequences_end_the_answer_before_them(clients: Clients) -> None:
+    ask = [{"role": "user", "content": QUESTION}]
+    full = clients.member.chat.completions.create(model="default", messages=ask)
+    assert "thirty days" in (full.choices[0].message.content or "")
+    for stop in ("thirty", ["nothing like it", "window is"]):
+        cut = clients.member.chat.completions.create(model="default", messages=ask, stop=stop)
+        text = cut.choices[0].message.content or ""
+        assert "thirty" not in text and text.strip() and cut.choices[0].finish_reason == "stop"
+        assert (full.choices[0].message.content or "").startswith(text)
+
+
+@pytest.mark.parametrize(
+    ("options", "param"),
+    [
+        ({"temperature": 5}, "temperature"),
+        ({"top_p": 1.5}, "top_p"),
+        ({"max_tokens": 0}, "max_tokens"),
+        ({"n": 2}, "n"),
+        ({"stop": ["a", "b", "c", "d", "e"]}, "stop"),
+        ({"tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]}, "tools"),
+        ({"tool_choice": "required"}, "tool_choice"),
+        ({"response_format": {"type": "json_object"}}, "response_format"),  # extractive
+        ({"response_format": {"type": "json_schema"}}, "response_format.json_schema"),
+        ({"logprobs": True}, "logprobs"),
+    ],
+)
+def test_options_that_cannot_be_honoured_are_refused_naming_the_field(
+    clients: Clients, options: dict[str, Any], param: str
+) -> None:
+    with pytest.raises(openai.BadRequestError) as caught:
+        clients.member.chat.completions.create(
+            model="default", messages=[{"role": "user", "content": QUESTION}], **options
+        )
+    error = caught.value
+    assert (error.type, error.param) == ("invalid_request_error", param)
+    assert error.code and "/" not in error.code
+    body = error.body if isinstance(error.body, dict) else {}
+    assert param.split(".")[0] in body["message"] or "JSON" in body["message"]
+
+
+def test_unknown_models_are_not_found_with_the_valid_ones_listed(clients: Clients) -> None:
+    for model in ("nosuch", "private", "default@nosuch/model"):
+        with pytest.raises(openai.NotFoundError) as caught:
+            clients.member.chat.completions.create(
+                model=model, messages=[{"role": "user", "content": QUESTION}]
+            )
+        error = caught.value
+        assert (error.type, error.code, error.param) == (
+            "invalid_request_error", "model_not_found", "model",
+        )  # fmt: skip
+        body = error.body if isinstance(error.body, dict) else {}
+        assert repr(model) in body["message"] and "default" in body["message"]
+        assert body["message"] in str(error)  # the SDK shows the message itself
+
+
+def test_a_model_is_retrieved_or_not_found(clients: Clients) -> None:
+    model = clients.member.models.retrieve("default")
+    assert (model.id, model.object, model.owned_by) == ("default", "model", "autorag")
+    assert clients.member.models.retrieve("default@extractive/extractive").id == (
+        "default@extractive/extractive"
+    )
+    with pytest.raises(openai.NotFoundError) as caught:
+        clients.outsider.models.retrieve("default")
+    assert caught.value.code == "model_not_found"
+    assert "private" in str(caught.value)
+
+
+def test_embeddings_use_the_workspaces_embedding_model(clients: Clients) -> None:
+    one = clients.member.embeddings.create(model=EMBEDDING_MODEL, input="refund window")
+    assert one.model == EMBEDDING_MODEL and len(one.data) == 1
+    vector = one.data[0].embedding
+    assert len(vector) == 384 and abs(sum(x * x for x in vector) - 1) < 1e-3
+    assert one.usage.prompt_tokens > 0 and one.usage.total_tokens == one.usage.prompt_tokens
+    texts = ["refund window", "office cat", "refund window"]
+    floats = clients.member.embeddings.create(
+        model=EMBEDDING_MODEL, input=texts, encoding_format="float"
+    )
+    assert [d.index for d in floats.data] == [0, 1, 2]
+    first, other, again = (d.embedding for d in floats.data)
+    assert first == pytest.approx(vector, abs=1e-5) and again == pytest.approx(first, abs=1e-5)
+    assert other != pytest.approx(first, abs=1e-2)
+
+
+def test_embedding_requests_that_cannot_be_served_say_why(clients: Clients) -> None:
+    with pytest.raises(openai.NotFoundError) as caught:
+        clients.member.embeddings.create(model="text-embedding-3-small", input="x")
+    assert caught.value.code == "model_not_found" and EMBEDDING_MODEL in str(caught.value)
+    for options, param in (
+        ({"input": []}, "input"),
+        ({"input": ["ok", ""]}, "input[1]"),
+        ({"input": [[1, 2, 3]]}, "input[0]"),
+        ({"input": "x", "dimensions": 10}, "dimensions"),
+    ):
+        with pytest.raises(openai.BadRequestError) as refused:
+            clients.member.embeddings.create(model=EMBEDDING_MODEL, **options)
+        assert refused.value.param == param
 
 
 def test_conversation_history_and_system_messages_are_used(clients: Clients) -> None:
@@ -111,12 +229,11 @@ def test_bad_requests_raise_sdk_errors(clients: Clients) -> None:
         clients.member.chat.completions.create(
             model="default", messages=[{"role": "assistant", "content": "no question"}]
         )
-    with pytest.raises(openai.BadRequestError):
-        clients.member.chat.completions.create(
-            model="default@nosuch/model", messages=[{"role": "user", "content": QUESTION}]
-        )
     bad = openai.OpenAI(
         base_url=str(clients.member.base_url), api_key="ark_not_a_real_key", max_retries=0
     )
-    with pytest.raises(openai.AuthenticationError):
+    with pytest.raises(openai.AuthenticationError) as caught:
         bad.models.list()
+    assert caught.value.type == "authentication_error" and caught.value.code
+    with pytest.raises(openai.AuthenticationError):
+        bad.embeddings.create(model=EMBEDDING_MODEL, input="x")

@@ -38,7 +38,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AutoragError)
     async def autorag_error(request: Request, exc: AutoragError) -> JSONResponse:
         response = problem(exc.status, exc.code, exc.message, instance=request.url.path)
-        response.headers.update(_headers(exc))
+        response.headers.update(error_headers(exc))
         return response
 
     @app.exception_handler(RequestValidationError)
@@ -75,7 +75,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return problem(500, "internal_error", "internal error", instance=request.url.path)
 
 
-def _headers(exc: AutoragError) -> dict[str, str]:
+def error_headers(exc: AutoragError) -> dict[str, str]:
     """What the status needs besides the body: how to authenticate, when to retry."""
     if isinstance(exc, Unauthorized):
         return {"WWW-Authenticate": "Bearer"}

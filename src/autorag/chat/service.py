@@ -25,7 +25,7 @@ from autorag.connections.service import Connections, StoredProviders
 from autorag.context import AppContext
 from autorag.dlp.service import DlpSession
 from autorag.errors import InvalidInput
-from autorag.llm.base import ChatMessage, LLMProvider
+from autorag.llm.base import DEFAULT_OPTIONS, ChatMessage, GenerationOptions, LLMProvider
 from autorag.llm.extractive import ExtractiveProvider
 from autorag.llm.registry import build_provider
 from autorag.llm.router import EXTRACTIVE, ModelRouter, Resolution
@@ -67,6 +67,7 @@ class ChatTurn:
     store: bool = True  # keep the chat and its messages
     # The conversation so far, when the caller holds it (OpenAI clients send it).
     history: Sequence[ChatMessage] | None = None
+    options: GenerationOptions = DEFAULT_OPTIONS  # sampling and limits (OpenAI clients)
 
 
 @dataclass(frozen=True)
@@ -156,6 +157,7 @@ class ChatService:
                 user.custom_instructions,
                 turn.plan_mode,
                 caller_of(app, user),
+                turn.options,
             )
         except BaseException:
             release()

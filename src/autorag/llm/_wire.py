@@ -10,13 +10,23 @@ import ipaddress
 import json
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import urlsplit
 
 from autorag.errors import InvalidInput
 from autorag.http_client import ModelServer
-from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolCall, ToolSpec, Usage
+from autorag.llm.base import (
+    DEFAULT_OPTIONS,
+    ChatMessage,
+    GenerationOptions,
+    LLMDelta,
+    ModelInfo,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from autorag.llm.limits import limited
 
 if TYPE_CHECKING:
     from autorag.config import LLMProviderSettings
@@ -202,6 +212,7 @@ class ServerLLMProvider(ABC):
 
     default_base_url: ClassVar[str]
     not_found_hint: ClassVar[str]  # what to check when the server answers 404
+    writes_json = True  # Ollama's ``format``, OpenAI's ``response_format``
 
     def __init__(
         self,
@@ -273,6 +284,7 @@ class ServerLLMProvider(ABC):
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         temperature: float | None = None,
+        options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> Generator[LLMDelta, None, None]: ...
 
     @abstractmethod
@@ -288,6 +300,21 @@ class ServerLLMProvider(ABC):
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def server_max_tokens(options: GenerationOptions, tools: Sequence[ToolSpec]) -> int | None:
+    """The ``max_tokens`` to send the server: none when tools are offered, since a tool
+    call needs room to be written (``bounded`` counts the text instead)."""
+    return None if tools else options.max_tokens
+
+
+def bounded(
+    deltas: Iterable[LLMDelta], options: GenerationOptions, tools: Sequence[ToolSpec]
+) -> Iterator[LLMDelta]:
+    """``deltas`` with ``max_tokens`` counted here when the server was not given it."""
+    if tools and options.max_tokens is not None:
+        return limited(deltas, max_tokens=options.max_tokens)
+    return iter(deltas)
 
 
 def optional_int(value: Any) -> int | None:

@@ -7,13 +7,16 @@ a generation by closing the iterator (which closes the HTTP stream under it).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from autorag.models import Citation
 
 Role = Literal["system", "user", "assistant", "tool"]
 ImageType = Literal["image/png", "image/jpeg"]
+# Why a generation ended early: "length" when ``max_tokens`` cut it, "stop" when a stop
+# sequence did (a natural end needs no word: the stream just ends).
+FinishReason = Literal["stop", "length"]
 
 
 @dataclass(frozen=True)
@@ -69,12 +72,53 @@ class Usage:
 
 @dataclass(frozen=True)
 class LLMDelta:
-    """A piece of the stream: a text token, a tool call (which decides the turn), or the
-    usage the server reported (once, usually last)."""
+    """A piece of the stream: a text token, a tool call (which decides the turn), the
+    usage the server reported (once, usually last), or how the generation ended when a
+    limit of ``GenerationOptions`` ended it (``finish``, on the last delta)."""
 
     text: str = ""
     tool_call: ToolCall | None = None
     usage: Usage | None = None
+    finish: FinishReason | None = None
+
+
+@dataclass(frozen=True)
+class JsonFormat:
+    """Constrain the text to JSON: any object (``schema`` None) or one matching a JSON
+    schema (OpenAI's ``response_format`` json_object / json_schema)."""
+
+    schema: Mapping[str, Any] | None = None
+    name: str = "response"
+    strict: bool = False
+
+
+@dataclass(frozen=True)
+class GenerationOptions:
+    """How to generate, beyond the messages; None (or empty): the server's own choice.
+
+    ``max_tokens`` bounds the text of one call. A tool call is not text: with tools
+    offered a provider does not send the bound to its server (a call needs room to be
+    written) but counts the text it streams and ends with ``finish="length"`` itself.
+    ``stop`` sequences end the text before them (``finish="stop"``).
+    """
+
+    temperature: float | None = None
+    top_p: float | None = None
+    max_tokens: int | None = None
+    stop: tuple[str, ...] = ()
+    json: JsonFormat | None = None
+    seed: int | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+
+    def with_temperature(self, temperature: float | None) -> GenerationOptions:
+        """These options, with ``temperature`` where they set none."""
+        if temperature is None or self.temperature is not None:
+            return self
+        return replace(self, temperature=temperature)
+
+
+DEFAULT_OPTIONS = GenerationOptions()
 
 
 @dataclass(frozen=True)
@@ -95,6 +139,9 @@ class LLMProvider(Protocol):
     name: str
     local: bool
     default_model: str
+    # Whether the provider can hold its text to JSON (``GenerationOptions.json``); one
+    # that cannot raises ``InvalidInput`` when asked to.
+    writes_json: bool
 
     def stream_chat(
         self,
@@ -103,9 +150,11 @@ class LLMProvider(Protocol):
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         temperature: float | None = None,
+        options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> Iterator[LLMDelta]:
         """Stream one decision. Raises ``Unavailable`` when the server cannot be reached
-        or fails, before or during the stream. ``temperature`` None: the server's own."""
+        or fails, before or during the stream. ``temperature`` (a shorthand for
+        ``options.temperature``) None: the server's own."""
         ...
 
     def list_models(self) -> list[ModelInfo]:

@@ -17,7 +17,19 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from autorag.llm.base import PLAN_INSTRUCTION, ChatMessage, LLMDelta, ModelInfo, ToolCall, ToolSpec
+from autorag.errors import InvalidInput
+from autorag.llm.base import (
+    DEFAULT_OPTIONS,
+    PLAN_INSTRUCTION,
+    ChatMessage,
+    GenerationOptions,
+    LLMDelta,
+    ModelInfo,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from autorag.llm.limits import limited
 from autorag.models import Citation
 from autorag.text.stemming import stems as _stems
 
@@ -55,6 +67,7 @@ class ExtractiveProvider:
     # Its answers are quoted sources: text that looks like a tool call is a quote of a
     # document, never a call, so the orchestrator does not look for calls in it.
     writes_tool_calls_as_text = False
+    writes_json = False  # it quotes sentences
 
     def __init__(self, *, max_sentences: int = 4, embed: Embed | None = None) -> None:
         self.max_sentences = max_sentences
@@ -67,26 +80,45 @@ class ExtractiveProvider:
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         temperature: float | None = None,
+        options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> Iterator[LLMDelta]:
+        """Extraction has no sampling (``temperature``, ``top_p`` and ``seed`` change
+        nothing); ``max_tokens`` (words) and ``stop`` cut the answer here. Usage counts
+        words: those of the messages read, and those written."""
+        if options.json is not None:
+            raise InvalidInput(
+                "the built-in extractive model cannot write JSON: choose a model served by "
+                "Ollama or an OpenAI-compatible server"
+            )
         question, results, used = _turn(messages)
         if messages and messages[0].content.startswith(PLAN_INSTRUCTION):
-            yield LLMDelta(text=_plan(question))
-            return
-        for tool in SEARCH_TOOLS:
-            if tool not in used and any(t.name == tool for t in tools):
-                yield LLMDelta(tool_call=ToolCall(f"call_{tool}", tool, {"query": question}))
-                return
-        answer = compose_answer(
-            question, results, max_sentences=self.max_sentences, embed=self.embed
-        )
-        for token in _TOKEN.findall(answer):
-            yield LLMDelta(text=token)
+            text = _plan(question)
+        else:
+            for tool in SEARCH_TOOLS:
+                if tool not in used and any(t.name == tool for t in tools):
+                    call = ToolCall(f"call_{tool}", tool, {"query": question})
+                    yield LLMDelta(tool_call=call)
+                    return
+            text = compose_answer(
+                question, results, max_sentences=self.max_sentences, embed=self.embed
+            )
+        words = (LLMDelta(text=token) for token in _TOKEN.findall(text))
+        pieces = list(limited(words, max_tokens=options.max_tokens, stop=options.stop))
+        yield from (delta for delta in pieces if not delta.finish)
+        yield LLMDelta(usage=Usage(_words_read(messages), sum(1 for d in pieces if d.text)))
+        yield from (delta for delta in pieces if delta.finish)
 
     def list_models(self) -> list[ModelInfo]:
         return [ModelInfo(id=self.default_model, provider=self.name, local=True)]
 
     def close(self) -> None:
         """Nothing to release: no server, no connections."""
+
+
+def _words_read(messages: Sequence[ChatMessage]) -> int:
+    """What the provider read, in its own tokens (words): the messages and the sources."""
+    texts = [m.content for m in messages] + [c.text for m in messages for c in m.citations]
+    return sum(len(_TOKEN.findall(text)) for text in texts)
 
 
 def _plan(question: str) -> str:

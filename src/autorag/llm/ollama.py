@@ -13,13 +13,23 @@ from typing import Any
 from autorag.errors import Unavailable
 from autorag.llm._wire import (
     ServerLLMProvider,
+    bounded,
     ollama_messages,
     openai_tools,
     optional_int,
+    plain,
+    server_max_tokens,
     tool_call,
     usage_delta,
 )
-from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolSpec
+from autorag.llm.base import (
+    DEFAULT_OPTIONS,
+    ChatMessage,
+    GenerationOptions,
+    LLMDelta,
+    ModelInfo,
+    ToolSpec,
+)
 
 
 class OllamaProvider(ServerLLMProvider):
@@ -27,7 +37,10 @@ class OllamaProvider(ServerLLMProvider):
 
     Ollama sends each tool call whole, with its arguments as an object. Usage comes from
     the last line's ``prompt_eval_count`` and ``eval_count``, and is yielded before the
-    tool calls.
+    tool calls. Generation options go in ``options`` (``num_predict`` for max_tokens,
+    ``stop``, ``temperature``, ``top_p``, ``seed``, the penalties) and JSON output in
+    ``format`` ("json", or the schema); ``done_reason`` "length" ends with
+    ``finish="length"``.
     """
 
     default_base_url = "http://127.0.0.1:11434"
@@ -40,18 +53,22 @@ class OllamaProvider(ServerLLMProvider):
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         temperature: float | None = None,
+        options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> Generator[LLMDelta, None, None]:
+        options = options.with_temperature(temperature)
         body: dict[str, Any] = {
             "model": model or self.default_model,
             "messages": ollama_messages(messages),
             "stream": True,
         }
-        if temperature is not None:
-            body["options"] = {"temperature": temperature}
+        if settings := _options(options, tools):
+            body["options"] = settings
+        if options.json is not None:
+            body["format"] = "json" if options.json.schema is None else plain(options.json.schema)
         if tools:
             body["tools"] = openai_tools(tools)
         with self._server.stream_lines("/api/chat", body) as lines:
-            yield from self._deltas(lines)
+            yield from bounded(self._deltas(lines), options, tools)
 
     def _deltas(self, lines: Iterable[str]) -> Iterator[LLMDelta]:
         calls: list[LLMDelta] = []  # held until the usage: consumers stop at the first call
@@ -70,6 +87,8 @@ class OllamaProvider(ServerLLMProvider):
             if chunk.get("done"):
                 yield usage_delta(chunk.get("prompt_eval_count"), chunk.get("eval_count"))
                 yield from calls
+                if chunk.get("done_reason") == "length":
+                    yield LLMDelta(finish="length")
                 return
         raise Unavailable(f"{self._server.where}: the stream ended before the answer did")
 
@@ -90,6 +109,20 @@ class OllamaProvider(ServerLLMProvider):
             size_bytes=optional_int(item.get("size")),
             parameters=str(parameters) if parameters else None,
         )
+
+
+def _options(options: GenerationOptions, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """Ollama's ``options`` for a call: only what was set."""
+    settings: dict[str, Any] = {
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        "num_predict": server_max_tokens(options, tools),
+        "seed": options.seed,
+        "presence_penalty": options.presence_penalty,
+        "frequency_penalty": options.frequency_penalty,
+        "stop": list(options.stop) or None,
+    }
+    return {key: value for key, value in settings.items() if value is not None}
 
 
 def _tool_call(call: dict[str, Any]) -> LLMDelta:

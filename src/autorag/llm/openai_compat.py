@@ -17,13 +17,24 @@ from autorag.errors import Unavailable
 from autorag.http_client import ModelServer
 from autorag.llm._wire import (
     ServerLLMProvider,
+    bounded,
     openai_messages,
     openai_tools,
     optional_int,
+    plain,
+    server_max_tokens,
     tool_call,
     usage_delta,
 )
-from autorag.llm.base import ChatMessage, LLMDelta, ModelInfo, ToolSpec
+from autorag.llm.base import (
+    DEFAULT_OPTIONS,
+    ChatMessage,
+    GenerationOptions,
+    JsonFormat,
+    LLMDelta,
+    ModelInfo,
+    ToolSpec,
+)
 
 _DONE = "[DONE]"
 
@@ -34,7 +45,10 @@ class OpenAICompatProvider(ServerLLMProvider):
     Without an api_key no Authorization header is sent (local servers usually need none).
     Tool calls arrive in fragments and are yielded whole when the stream ends, after the
     usage; their arguments, if not valid JSON, come as ``{"_raw": <text>}`` (see
-    ``parse_arguments``).
+    ``parse_arguments``). Generation options are passed as the same fields
+    (``max_tokens``, the one local servers read, ``stop``, ``temperature``, ``top_p``,
+    ``seed``, the penalties, ``response_format``); ``finish_reason`` "length" ends with
+    ``finish="length"``.
     """
 
     default_base_url = "https://api.openai.com/v1"
@@ -47,19 +61,21 @@ class OpenAICompatProvider(ServerLLMProvider):
         tools: Sequence[ToolSpec] = (),
         model: str | None = None,
         temperature: float | None = None,
+        options: GenerationOptions = DEFAULT_OPTIONS,
     ) -> Generator[LLMDelta, None, None]:
+        options = options.with_temperature(temperature)
         body: dict[str, Any] = {
             "model": model or self.default_model,
             "messages": openai_messages(messages),
             "stream": True,
             "stream_options": {"include_usage": True},
         }
-        if temperature is not None:
-            body["temperature"] = temperature
+        body.update(_options(options, tools))
         if tools:
             body["tools"] = openai_tools(tools)
         with self._server.stream_lines("/chat/completions", body) as lines:
-            yield from _ChatStream(self._server).deltas(sse_data(lines))
+            deltas = _ChatStream(self._server).deltas(sse_data(lines))
+            yield from bounded(deltas, options, tools)
 
     def _list_all(self) -> list[ModelInfo]:
         payload = self._server.get_json("/models")
@@ -74,6 +90,34 @@ class OpenAICompatProvider(ServerLLMProvider):
         return ModelInfo(
             id=str(item.get("id", "")), provider=self.name, local=self.local, context_window=window
         )
+
+
+def _options(options: GenerationOptions, tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """The request's generation fields: only what was set."""
+    fields: dict[str, Any] = {
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        "max_tokens": server_max_tokens(options, tools),
+        "seed": options.seed,
+        "presence_penalty": options.presence_penalty,
+        "frequency_penalty": options.frequency_penalty,
+        "stop": list(options.stop) or None,
+        "response_format": _response_format(options.json),
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _response_format(json_format: JsonFormat | None) -> dict[str, Any] | None:
+    if json_format is None:
+        return None
+    if json_format.schema is None:
+        return {"type": "json_object"}
+    schema = {
+        "name": json_format.name,
+        "schema": plain(json_format.schema),
+        "strict": json_format.strict,
+    }
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def sse_data(lines: Iterable[str]) -> Iterator[str]:
@@ -107,6 +151,7 @@ class _ChatStream:
         self._calls: dict[int, _PartialCall] = {}
         self._usage: LLMDelta | None = None
         self._finished = False
+        self._cut = False  # the server's max_tokens ended the text
 
     def deltas(self, events: Iterable[str]) -> Iterator[LLMDelta]:
         for data in events:
@@ -121,6 +166,8 @@ class _ChatStream:
         if self._usage is not None:
             yield self._usage
         yield from self._complete_calls()
+        if self._cut:
+            yield LLMDelta(finish="length")
 
     def _chunk(self, chunk: Any) -> Iterator[LLMDelta]:
         if not isinstance(chunk, dict):
@@ -135,8 +182,9 @@ class _ChatStream:
                 yield LLMDelta(text=text)
             for fragment in delta.get("tool_calls") or ():
                 self._merge(fragment)
-            if choice.get("finish_reason"):
+            if reason := choice.get("finish_reason"):
                 self._finished = True  # the usage chunk and [DONE] may still follow
+                self._cut = reason == "length"
         if isinstance(usage := chunk.get("usage"), dict):
             self._usage = usage_delta(usage.get("prompt_tokens"), usage.get("completion_tokens"))
 

@@ -1,92 +1,60 @@
 """An OpenAI-compatible API, so the ``openai`` SDK and tools built on it can chat with a
-workspace: ``GET /v1/models`` and ``POST /v1/chat/completions`` (streamed or not).
+workspace: ``GET /v1/models[/{id}]``, ``POST /v1/chat/completions`` (streamed or not)
+and ``POST /v1/embeddings``. Errors answer in OpenAI's shape (``api/openai/errors.py``).
 
 A model id is a workspace name; ``<workspace>@<provider/model>`` also picks the LLM
 that answers. The conversation is the request's ``messages`` (nothing is stored); the
-client's system messages are added to the agent's instructions. Besides the standard
-fields, the completion carries ``citations``: the sources the answer's ``[n]`` refer
-to (in streaming, on the last chunk before the usage chunk).
+client's system messages are added to the agent's instructions. What the request's
+options ask of the model is in ``api/openai/schemas.py``; the completion's extra fields
+in ``api/openai/completions.py``.
 """
 
 from __future__ import annotations
 
-import json
-import time
-import uuid
-from typing import Any, Literal
+from collections.abc import AsyncIterator
+from typing import Any
 
+from anyio import to_thread
 from fastapi import APIRouter
 from fastapi.responses import StreamingResponse
-from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from autorag.agent.events import AgentEvent, TokenEvent, ignore
 from autorag.api.auth import Principal, PrincipalDep
-from autorag.api.deps import AppDep, ChatServiceDep, DlpServiceDep
+from autorag.api.deps import AppDep, ChatServiceDep, DlpServiceDep, SearchSlots
+from autorag.api.openai.completions import DONE, Completion, data
+from autorag.api.openai.embeddings import EmbeddingModel, embed
+from autorag.api.openai.errors import InvalidParam, ModelNotFound, OpenAIRoute, stream_error
+from autorag.api.openai.schemas import CompletionBody, EmbeddingBody
 from autorag.api.redaction import WidgetHeader, dlp_session
 from autorag.api.routes.chat import source_out
 from autorag.api.sse import HEADERS, MEDIA_TYPE, ThreadedStream
 from autorag.auth.service import custom_instructions
-from autorag.chat.service import ChatOutcome, ChatTurn, ChatUser
+from autorag.chat.service import ChatOutcome, ChatService, ChatTurn, ChatUser, PreparedAnswer
 from autorag.context import AppContext
-from autorag.errors import AutoragError, InvalidInput, NotFound
-from autorag.llm.base import ChatMessage
+from autorag.errors import InvalidInput
+from autorag.llm.base import ChatMessage, GenerationOptions
 from autorag.ops import workspaces as ws
 
-router = APIRouter(prefix="/v1", tags=["openai-compatible"])
+router = APIRouter(prefix="/v1", tags=["openai-compatible"], route_class=OpenAIRoute)
 OWNER = "autorag"
-
-
-class ContentPart(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    type: str
-    text: str | None = None
-
-
-class InMessage(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    role: Literal["system", "developer", "user", "assistant", "tool"]
-    content: str | list[ContentPart] | None = None
-
-    @property
-    def text(self) -> str:
-        if isinstance(self.content, list):
-            return "".join(p.text or "" for p in self.content if p.type == "text")
-        return self.content or ""
-
-
-class StreamOptions(BaseModel):
-    model_config = ConfigDict(extra="allow")
-
-    include_usage: bool = False
-
-
-class CompletionBody(BaseModel):
-    # Sampling options (temperature, top_p…) are accepted and left to the agent.
-    model_config = ConfigDict(extra="allow")
-
-    model: str = Field(min_length=1, max_length=500)
-    messages: list[InMessage] = Field(min_length=1, max_length=500)
-    stream: bool = False
-    stream_options: StreamOptions | None = None
 
 
 @router.get("/models")
 def list_models(principal: PrincipalDep, context: AppDep) -> dict[str, Any]:
     """One model per workspace the caller may chat in."""
-    data = [
-        {
-            "id": s.info.name,
-            "object": "model",
-            "created": int(s.created_at.timestamp()),
-            "owned_by": OWNER,
-        }
-        for s in ws.list_workspaces(context.catalog)
-        if principal.can("chat:use", s.info.name)
-    ]
-    return {"object": "list", "data": data}
+    return {"object": "list", "data": _models(principal, context)}
+
+
+@router.get("/models/{model:path}")
+def get_model(
+    model: str, principal: PrincipalDep, context: AppDep, service: ChatServiceDep
+) -> dict[str, Any]:
+    """One model: a workspace, or ``<workspace>@<provider/model>``."""
+    app = _workspace(principal, context, model)
+    _check_llm(service, app, model)
+    listed = next(m for m in _models(principal, context) if m["id"] == app.info.name)
+    return {**listed, "id": model}
 
 
 @router.post("/chat/completions", response_model=None)
@@ -98,111 +66,108 @@ async def chat_completions(
     dlp_service: DlpServiceDep,
     widget: WidgetHeader = None,
 ) -> dict[str, Any] | StreamingResponse:
-    workspace, llm = _split_model(body.model)
-    if not principal.can("chat:use", workspace):
-        raise NotFound(f"no model {workspace!r}", code="model_not_found")
-    app = context.for_workspace(context.catalog.get_workspace(workspace))
-    turn, user = await run_in_threadpool(_turn_and_user, app, principal, body, llm)
+    options = body.options()
+    app = await run_in_threadpool(_workspace, principal, context, body.model)
+    await run_in_threadpool(_check_llm, service, app, body.model)
+    turn, user = await run_in_threadpool(_turn_and_user, app, principal, body, options)
     dlp = dlp_session(dlp_service, principal, app, "chat", widget)
     prepared = await run_in_threadpool(service.prepare, app, turn, user=user, dlp=dlp)
-    completion = _Completion(body.model)
+    _check_json(prepared, options)
+    completion = Completion(body.model)
     if not body.stream:
         outcome = await run_in_threadpool(prepared.run, ignore)
-        return completion.whole(app, outcome)
-    include_usage = bool(body.stream_options and body.stream_options.include_usage)
+        return completion.whole(outcome, _citations(app, outcome))
     stream: ThreadedStream[AgentEvent, ChatOutcome] = ThreadedStream(prepared.run)
 
-    async def chunks() -> Any:
+    async def chunks() -> AsyncIterator[str]:
         yield completion.chunk({"role": "assistant", "content": ""})
         async for event, outcome, error in stream.items():
             if isinstance(event, TokenEvent):
                 yield completion.chunk({"content": event.text})
             elif error is not None:
-                yield _data(_error(error))
+                yield data(stream_error(error))
             elif outcome is not None:
-                for chunk in completion.ending(app, outcome, include_usage):
+                cited = _citations(app, outcome)
+                for chunk in completion.ending(outcome, cited, body.include_usage):
                     yield chunk
-        yield "data: [DONE]\n\n"
+        yield DONE
 
     return StreamingResponse(chunks(), media_type=MEDIA_TYPE, headers=HEADERS)
 
 
-def _split_model(model: str) -> tuple[str, str | None]:
-    workspace, _, llm = model.partition("@")
-    return workspace.strip(), (llm.strip() or None)
-
-
-def _turn_and_user(
-    app: AppContext, principal: Principal, body: CompletionBody, llm: str | None
-) -> tuple[ChatTurn, ChatUser]:
-    system = [m.text for m in body.messages if m.role in ("system", "developer") and m.text]
-    talk = [m for m in body.messages if m.role in ("user", "assistant") and m.text]
-    if not talk or talk[-1].role != "user":
-        raise InvalidInput("the last message must be the user's question")
-    history = [ChatMessage("user" if m.role == "user" else "assistant", m.text) for m in talk]
-    instructions = "\n\n".join([custom_instructions(app.catalog, principal.user_id), *system])
-    turn = ChatTurn(talk[-1].text, model=llm, store=False, history=history[:-1])
-    return turn, ChatUser(principal.user_id, instructions.strip())
-
-
-class _Completion:
-    """The ids and timestamps one completion's chunks share."""
-
-    def __init__(self, model: str) -> None:
-        self.id = f"chatcmpl-{uuid.uuid4().hex}"
-        self.created = int(time.time())
-        self.model = model
-
-    def _base(self, kind: str) -> dict[str, Any]:
-        return {"id": self.id, "object": kind, "created": self.created, "model": self.model}
-
-    def whole(self, app: AppContext, outcome: ChatOutcome) -> dict[str, Any]:
-        result = outcome.result
-        message = {"role": "assistant", "content": result.text}
-        return {
-            **self._base("chat.completion"),
-            "choices": [{"index": 0, "message": message, "finish_reason": _finish(outcome)}],
-            "usage": _usage(outcome),
-            "citations": _citations(app, outcome),
-            "dlp_warning": outcome.dlp_warning,
-            "system_fingerprint": result.model_used,
-        }
-
-    def chunk(self, delta: dict[str, Any], finish: str | None = None, **extra: Any) -> str:
-        choice = {"index": 0, "delta": delta, "finish_reason": finish}
-        return _data({**self._base("chat.completion.chunk"), "choices": [choice], **extra})
-
-    def ending(self, app: AppContext, outcome: ChatOutcome, include_usage: bool) -> Any:
-        yield self.chunk({}, _finish(outcome), citations=_citations(app, outcome))
-        if include_usage:
-            yield _data(
-                {**self._base("chat.completion.chunk"), "choices": [], "usage": _usage(outcome)}
-            )
-
-
-def _finish(outcome: ChatOutcome) -> str:
-    reason = outcome.result.abort_reason
-    return "length" if reason in ("token_budget", "context_overflow") else "stop"
-
-
-def _usage(outcome: ChatOutcome) -> dict[str, int]:
-    usage = outcome.result.usage
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "total_tokens": usage.total,
-    }
+@router.post("/embeddings")
+async def embeddings(
+    principal: PrincipalDep, body: EmbeddingBody, context: AppDep, slots: SearchSlots
+) -> dict[str, Any]:
+    """The installation's embedding model, as search uses it (at most as many requests
+    at once as searches)."""
+    texts = body.texts()
+    model = EmbeddingModel.of(context)
+    model.check(body.model, body.dimensions)
+    return await to_thread.run_sync(embed, model, texts, body.encoding_format, limiter=slots)
 
 
 def _citations(app: AppContext, outcome: ChatOutcome) -> list[dict[str, Any]]:
     return [source_out(app, c).model_dump() for c in outcome.result.citations]
 
 
-def _error(error: BaseException) -> dict[str, Any]:
-    if isinstance(error, AutoragError):
-        return {"error": {"message": error.message, "type": error.code, "code": error.status}}
-    return {"error": {"message": "the answer failed", "type": "internal_error", "code": 500}}
+def _models(principal: Principal, context: AppContext) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": s.info.name,
+            "object": "model",
+            "created": int(s.created_at.timestamp()),
+            "owned_by": OWNER,
+        }
+        for s in ws.list_workspaces(context.catalog)
+        if principal.can("chat:use", s.info.name)
+    ]
 
 
-def _data(payload: dict[str, Any]) -> str:
-    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+def _workspace(principal: Principal, context: AppContext, model: str) -> AppContext:
+    """The workspace a model id names; 404 listing the caller's models if none is."""
+    name = model.partition("@")[0].strip()
+    usable = {s.info.name: s.info for s in ws.list_workspaces(context.catalog)}
+    usable = {n: info for n, info in usable.items() if principal.can("chat:use", n)}
+    if name not in usable:
+        raise ModelNotFound(model, sorted(usable))
+    return context.for_workspace(usable[name])
+
+
+def _check_llm(service: ChatService, app: AppContext, model: str) -> None:
+    """A model id's ``@provider/model`` part must name a configured provider (404 listing
+    them if not); a workspace that allows local models only refuses others (403)."""
+    llm = model.partition("@")[2].strip()
+    if not llm:
+        return
+    try:
+        service.check_model(app, llm)
+    except InvalidInput as exc:
+        ids = sorted({f"{app.info.name}@{m.id}" for m in service.router.models()})
+        raise ModelNotFound(model, [app.info.name, *ids]) from exc
+
+
+def _check_json(prepared: PreparedAnswer, options: GenerationOptions) -> None:
+    """JSON output only from a model that can write it (not the extractive one)."""
+    target = prepared.orchestrator.target
+    if options.json is not None and not target.provider.writes_json:
+        prepared.release()
+        raise InvalidParam(
+            "response_format",
+            f"the model answering, {target.ref}, cannot write JSON: pick a model served by "
+            "Ollama or an OpenAI-compatible server (<workspace>@<provider/model>)",
+        )
+
+
+def _turn_and_user(
+    app: AppContext, principal: Principal, body: CompletionBody, options: GenerationOptions
+) -> tuple[ChatTurn, ChatUser]:
+    system = [m.text for m in body.messages if m.role in ("system", "developer") and m.text]
+    talk = [m for m in body.messages if m.role in ("user", "assistant") and m.text]
+    if not talk or talk[-1].role != "user":
+        raise InvalidParam("messages", "the last message must be the user's question")
+    history = [ChatMessage("user" if m.role == "user" else "assistant", m.text) for m in talk]
+    instructions = "\n\n".join([custom_instructions(app.catalog, principal.user_id), *system])
+    llm = body.model.partition("@")[2].strip() or None
+    turn = ChatTurn(talk[-1].text, model=llm, store=False, history=history[:-1], options=options)
+    return turn, ChatUser(principal.user_id, instructions.strip())
