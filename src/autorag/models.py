@@ -123,6 +123,9 @@ class Citation:
     chunk_id: int
     document_id: int
     peer: str | None = None  # the trusted peer it came from (peer_search); None: here
+    section: str | None = None  # the heading it sits under (Markdown), when known
+    # Whether the answer's text cites it ([n]); uncited sources come after the cited.
+    cited: bool = True
 
     @classmethod
     def external(

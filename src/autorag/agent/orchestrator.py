@@ -33,6 +33,7 @@ from autorag.agent.budget import (
     truncate_context_to_byte_budget,
     truncate_tool_output,
 )
+from autorag.agent.citations import Renumbering
 from autorag.agent.events import CitationsEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.agent.prompts import FINAL_ANSWER_NOW, system_prompt
 from autorag.agent.skills.base import NOBODY, Caller, Skill, SkillContext, SkillResult
@@ -40,17 +41,8 @@ from autorag.agent.toolcalls import may_become_tool_call, resolve_implicit_tool_
 from autorag.config import AgentSettings
 from autorag.context import AppContext
 from autorag.errors import AutoragError, Unavailable
-from autorag.llm.base import (
-    DEFAULT_OPTIONS,
-    PLAN_INSTRUCTION,
-    ChatMessage,
-    FinishReason,
-    GenerationOptions,
-    LLMDelta,
-    ToolCall,
-    ToolSpec,
-    Usage,
-)
+from autorag.llm.base import PLAN_INSTRUCTION, ChatMessage, LLMDelta, ToolCall, ToolSpec, Usage
+from autorag.llm.extractive import NO_ANSWER
 from autorag.llm.router import ModelRouter, Resolution, Target
 from autorag.models import Citation, Diagnostic, SearchFilters
 from autorag.retrieval.grounding import NO_EVIDENCE_DISCLAIMER, ground_citations, needs_disclaimer
@@ -83,14 +75,14 @@ class AgentRequest:
     # Who asks, for the skills' permission checks (``ChatService`` always says). None:
     # nobody, holding no permission (a peer's remote session, say).
     caller: Caller | None = None
-    # Sampling and limits for every model call (the OpenAI-compatible API's options).
-    options: GenerationOptions = DEFAULT_OPTIONS
 
 
 @dataclass
 class AgentResult:
     text: str
-    citations: list[Citation]  # grounded: the sources sent with the answer
+    # Grounded: the sources sent with the answer, numbered 1..n in order of first use in
+    # ``text`` (citations.py), then the uncited ones (``cited=False``).
+    citations: list[Citation]
     abort_reason: AbortReason
     model_used: str  # provider/model
     provider_used: str
@@ -101,7 +93,6 @@ class AgentResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     iterations: int = 0
     overhead_ms: float = 0.0  # orchestration time, model and skill time excluded
-    finish: FinishReason | None = None  # "length": the options' max_tokens cut the answer
 
 
 @dataclass
@@ -112,8 +103,6 @@ class _Decision:
     stopped: AbortReason | None = None  # cut short by the watchdog or the client
     # The text is the model's own writing, where a call may hide (not extraction).
     may_hold_call: bool = True
-    pieces: list[str] = field(default_factory=list)  # the text as the model streamed it
-    finish: FinishReason | None = None  # a limit of the request's options ended it
 
 
 class Orchestrator:
@@ -153,10 +142,10 @@ class Orchestrator:
     ) -> AgentResult:
         started = time.perf_counter()
         self.cancel = cancel or threading.Event()
-        self.emit = emit
         self.request = request
-        self.finish: FinishReason | None = None
         self.citations: list[Citation] = []
+        numbering = Renumbering(lambda: self.citations)
+        self.emit = numbering.wrap(emit)
         self._offer_available_skills()
         plan = self._plan(request) if self._plan_mode(request) else None
         messages = [
@@ -167,8 +156,13 @@ class Orchestrator:
         text, reason, iterations = self._loop(messages)
         text = self._finish(text, reason)
         grounded = ground_citations(text, self.citations) if text else []
-        if reason == "done" and request.options.json is None and self._disclaim(text, grounded):
+        if reason == "done" and self._disclaim(text, grounded):
             text = self._append(text, NO_EVIDENCE_DISCLAIMER)
+        held = numbering.flush()  # a last "[" that never became a marker
+        if held:
+            emit(TokenEvent(held))
+        text = numbering.rewrite(text)
+        grounded = numbering.number(grounded)
         self.emit(CitationsEvent(tuple(grounded)))
         overhead = (time.perf_counter() - started - self._external_s) * 1000
         return AgentResult(
@@ -184,7 +178,6 @@ class Orchestrator:
             diagnostics=self.diagnostics,
             iterations=iterations,
             overhead_ms=overhead,
-            finish=self.finish,
         )
 
     def _offer_available_skills(self) -> None:
@@ -228,7 +221,7 @@ class Orchestrator:
                 call = ToolCall(f"forced_{iteration}", RAG_SEARCH, {"query": self.request.question})
             if call is None:
                 if not decision.streamed:
-                    self._replay(decision.pieces)
+                    self._replay(decision.text)
                 return decision.text, "done", iteration
             if call.name not in self.skills:
                 if breaker.unknown():
@@ -285,9 +278,7 @@ class Orchestrator:
         hold_all: bool,
     ) -> _Decision:
         began = time.perf_counter()
-        stream = target.provider.stream_chat(
-            messages, tools=tools, model=target.model, options=self.request.options
-        )
+        stream = target.provider.stream_chat(messages, tools=tools, model=target.model)
         held: list[str] = []
         decision = _Decision(None, "", streamed=not tools)
         decision.may_hold_call = writes_calls_as_text(target)
@@ -298,7 +289,6 @@ class Orchestrator:
                 if decision.stopped:
                     break
                 usage = delta.usage or usage
-                decision.finish = delta.finish or decision.finish
                 if delta.tool_call is not None:
                     if decision.streamed:
                         self._note("late_tool_call", f"ignored {delta.tool_call.name}: answered")
@@ -311,12 +301,11 @@ class Orchestrator:
                         self.emit(TokenEvent(delta.text))
                     elif not hold_all and self._can_commit(held, decision.may_hold_call):
                         decision.streamed = True
-                        self._replay(held)
+                        self._replay("".join(held))
         finally:
             _close(stream)
             self._external_s += time.perf_counter() - began
-        decision.text, decision.pieces = "".join(held), held
-        self.finish = decision.finish  # the last call is the answer
+        decision.text = "".join(held)
         self._charge(messages, decision, usage)
         return decision
 
@@ -326,11 +315,9 @@ class Orchestrator:
             return False
         return not may_hold_call or not may_become_tool_call(text)
 
-    def _replay(self, pieces: Sequence[str]) -> None:
-        """Send held text as the model streamed it: a token event per piece."""
-        for piece in pieces:
-            if piece:
-                self.emit(TokenEvent(piece))
+    def _replay(self, text: str) -> None:
+        if text:
+            self.emit(TokenEvent(text))
 
     def _charge(self, messages: Sequence[ChatMessage], d: _Decision, usage: Usage | None) -> None:
         if usage is None:  # the server did not say: estimate
@@ -430,6 +417,10 @@ class Orchestrator:
         return text
 
     def _disclaim(self, text: str, grounded: list[Citation]) -> bool:
+        """An answer with no source gets the disclaimer, unless it says itself that
+        nothing was found (one message, not two saying the same)."""
+        if text.strip() == NO_ANSWER:
+            return False
         return self.config.citation_required and needs_disclaimer(text, grounded)
 
     def _append(self, text: str, note: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from autorag.agent.skills.base import SkillContext, SkillResult
 from autorag.errors import InvalidInput
+from autorag.ingest.reading import section_heading
 from autorag.llm.base import ToolSpec
 from autorag.models import Citation, SearchFilters, SearchHit
 from autorag.retrieval.filters import DOCUMENT_TYPES, build_filters
@@ -57,7 +58,15 @@ class RagSearch:
         request = SearchRequest(query.strip(), k=context.k, filters=filters, mode=self.mode)
         response = context.app.searcher.search(request)
         first = context.first_citation_number
-        citations = [citation_from_hit(first + i, h) for i, h in enumerate(response.hits)]
+        engine = context.app.catalog.engine
+        citations = [
+            citation_from_hit(
+                first + i,
+                h,
+                section=section_heading(engine, h.document_id, h.doc_type, h.char_start, h.text),
+            )
+            for i, h in enumerate(response.hits)
+        ]
         content = format_tool_result(citations) if citations else NO_RESULTS
         return SkillResult(content, citations, status=f"Searched: {len(citations)} passages")
 
@@ -89,7 +98,8 @@ def _merge(request: SearchFilters, chosen: SearchFilters) -> SearchFilters:
     return replace(request, document_types=types, date_from=start, date_to=end)
 
 
-def citation_from_hit(number: int, hit: SearchHit) -> Citation:
+def citation_from_hit(number: int, hit: SearchHit, *, section: str | None = None) -> Citation:
+    """``hit`` as source ``number``; ``section``: the heading it sits under."""
     return Citation(
         number=number,
         source=hit.source,
@@ -102,6 +112,7 @@ def citation_from_hit(number: int, hit: SearchHit) -> Citation:
         legs=hit.legs,
         chunk_id=hit.chunk_id,
         document_id=hit.document_id,
+        section=section,
     )
 
 

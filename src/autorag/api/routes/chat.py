@@ -2,7 +2,9 @@
 
 SSE events, in order: ``plan`` (plan mode), ``status`` (skills running, fallbacks),
 ``token`` (answer text), ``citations`` ({sources}), then ``done`` ({chatId, messageId,
-modelUsed, providerUsed, abortReason, …}) or ``error`` ({code, message, status}).
+answer, cited, modelUsed, providerUsed, abortReason, …}) or ``error`` ({code, message,
+status}). Sources are numbered 1..n in the order the answer first cites them (the
+``[n]`` in the tokens already are); those it does not cite follow with ``cited: false``.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ class SourceOut(BaseModel):
     chunkId: int
     url: str | None  # the document in this API, when it is a workspace document
     peer: str | None = None  # the trusted peer it came from (peer_search)
+    section: str | None = None  # the heading the passage sits under (Markdown)
+    cited: bool = True  # the answer cites it; false: one of the "more sources"
 
 
 class UsageOut(BaseModel):
@@ -204,6 +208,8 @@ def _done(outcome: ChatOutcome) -> dict[str, Any]:
     return {
         "chatId": outcome.chat_id,
         "messageId": outcome.message_id,
+        "answer": result.text,  # as streamed, markers numbered as the sources are
+        "cited": [c.number for c in result.citations if c.cited],
         "modelUsed": result.model_used,
         "providerUsed": result.provider_used,
         "requestedModel": result.requested_model,
@@ -239,6 +245,8 @@ def source_out(context: AppContext, citation: Citation) -> SourceOut:
         chunkId=citation.chunk_id,
         url=url,
         peer=citation.peer,
+        section=citation.section,
+        cited=citation.cited,
     )
 
 

@@ -1,19 +1,25 @@
-"""A workspace's documents: upload, list, status, delete; and re-embedding its vectors."""
+"""A workspace's documents: upload, list, status, read, download, delete; and
+re-embedding its vectors."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Annotated, Any
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from autorag.api.auth import Principal, require
 from autorag.api.deps import PoolDep, WorkspaceDep
 from autorag.api.multipart import receive_upload
+from autorag.api.redaction import workspace_dlp
 from autorag.context import AppContext
+from autorag.dlp.service import DlpSession
 from autorag.ingest import documents as docs
+from autorag.ingest import reading
 from autorag.ingest.duplicates import display_name
 from autorag.ingest.parsers.guards import IngestLimits
 from autorag.ingest.reembed import REEMBED_JOB
@@ -65,6 +71,24 @@ class DocumentListOut(BaseModel):
     total: int
     limit: int
     offset: int
+
+
+class HighlightOut(BaseModel):
+    chunkId: int
+    start: int  # offsets into ``text`` of the page
+    end: int
+
+
+class DocumentTextOut(BaseModel):
+    documentId: int
+    title: str
+    type: str
+    paged: bool  # pages of a PDF or slides; else sections of the text
+    pageCount: int  # 0: no text (not processed, failed, or empty)
+    page: int  # this page's number, 1-based (0 without text)
+    text: str
+    highlight: HighlightOut | None  # the passage asked for, when it is on this page
+    redacted: bool  # data-loss prevention replaced part of this page with [REDACTED]
 
 
 class JobOut(BaseModel):
@@ -242,6 +266,96 @@ def get_document(
     """One document: status (``pending|processing|ready|failed`` with reason), pages,
     chunks."""
     return _document(docs.get_document(context.catalog, context.info, document_id))
+
+
+DocumentDlp = Annotated[DlpSession, Depends(workspace_dlp("documents"))]
+
+
+@router.get(
+    "/documents/{document_id}/text",
+    response_model=DocumentTextOut,
+    responses={404: {"description": "No such document, page, or passage"}},
+)
+def document_text(
+    principal: Annotated[Principal, Depends(require("documents:read"))],
+    context: WorkspaceDep,
+    dlp: DocumentDlp,
+    document_id: DocumentId,
+    page: Annotated[
+        int | None, Query(ge=1, le=1_000_000, description="Page (or section) number, 1-based")
+    ] = None,
+    chunk: Annotated[
+        int | None,
+        Query(ge=1, le=MAX_ID, description="A passage to highlight (a source's chunkId)"),
+    ] = None,
+) -> DocumentTextOut:
+    """The document's extracted text, one page (PDF, slides) or section at a time. With
+    ``chunk`` the cited passage is located: its page is answered unless ``page`` says
+    otherwise, and ``highlight`` gives its offsets in ``text``. Redacted as search
+    results are when data-loss prevention applies."""
+    read = reading.read_page(
+        context.catalog, context.info, document_id, page=page, chunk_id=chunk, dlp=dlp
+    )
+    mark = read.highlight
+    return DocumentTextOut(
+        documentId=read.document.id,
+        title=read.document.title,
+        type=read.document.doc_type,
+        paged=read.paged,
+        pageCount=read.page_count,
+        page=read.number,
+        text=read.text,
+        highlight=HighlightOut(chunkId=mark.chunk_id, start=mark.start, end=mark.end)
+        if mark
+        else None,
+        redacted=read.redacted,
+    )
+
+
+@router.get(
+    "/documents/{document_id}/file",
+    response_class=StreamingResponse,
+    responses={
+        200: {"content": {"application/octet-stream": {}}, "description": "The file"},
+        403: {"description": "Withheld by data-loss prevention"},
+        404: {"description": "No such document, or it has no original file"},
+        409: {"description": "The file changed since it was indexed"},
+    },
+)
+def download_document(
+    principal: Annotated[Principal, Depends(require("documents:read"))],
+    context: WorkspaceDep,
+    dlp: DocumentDlp,
+    document_id: DocumentId,
+) -> StreamingResponse:
+    """The original file, as an attachment under its own name (never shown inline)."""
+    original = reading.open_original(
+        context.catalog,
+        context.info,
+        document_id,
+        data_dir=context.workspace.data_dir,
+        roots=context.roots,
+        dlp=dlp,
+    )
+    return StreamingResponse(
+        original.blocks(),
+        media_type="application/octet-stream",
+        headers={
+            "Content-Disposition": attachment(original.name),
+            "Content-Length": str(original.size),
+            "X-Content-Type-Options": "nosniff",
+            "Content-Security-Policy": "default-src 'none'; sandbox",
+            "Cache-Control": "private, no-store",
+        },
+    )
+
+
+def attachment(name: str) -> str:
+    """``Content-Disposition`` for a download named ``name``: an ASCII fallback and the
+    exact name (RFC 6266), neither able to break out of the header."""
+    fallback = "".join(c if " " <= c <= "~" and c not in '"\\;%' else "_" for c in name)
+    exact = quote(name, safe="")
+    return f"attachment; filename=\"{fallback or 'document'}\"; filename*=UTF-8''{exact}"
 
 
 @router.delete("/documents/{document_id}", status_code=204, response_class=Response)
