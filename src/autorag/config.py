@@ -101,6 +101,9 @@ class ServerSettings(BaseModel):
     # Addresses of reverse proxies whose X-Forwarded-For names the client (login limits,
     # logs). None by default: the header is ignored and the peer address is the client.
     trusted_proxies: list[str] = Field(default_factory=list)
+    # `autorag serve` loads the embedding model and opens the indexes in the background
+    # at start-up, so that the first question does not wait for them (seconds).
+    warm_up: bool = True
 
 
 class LLMProviderSettings(BaseModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -15,6 +16,8 @@ from autorag.sources import SourceRoot, plan_source_roots
 from autorag.store.catalog.db import bind_data_dir, create_catalog_engine, migrate, sqlite_url
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 from autorag.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 # The indexer, the searcher and the stores are imported where they are first built: a
 # CLI call that only reads the catalog (`autorag status`, `docs`, `users`) never pays
@@ -139,6 +142,19 @@ class AppContext:
             vectors=vectors,
             vectors_error=why or "vector store could not be opened",
         )
+
+    def warm_up(self) -> None:
+        """Load what the first question needs: the embedding model, the vector table and
+        the full-text index, through one search. Never raises: a store that cannot open
+        is what readiness reports, and the question that needs it gets the error."""
+        from autorag.retrieval.hybrid import SearchRequest
+
+        try:
+            self.searcher.search(SearchRequest("warm up", k=1))
+        except Exception:  # a warm-up is best effort by design
+            log.info(
+                "warm-up search failed; the first question will load what it needs", exc_info=True
+            )
 
     def for_workspace(self, info: WorkspaceInfo) -> AppContext:
         """The same catalog, settings and embedding model, scoped to another workspace.

@@ -35,14 +35,15 @@ from autorag.runtime import server_model_threads
 from autorag.workspace import Workspace
 
 
-def create_app(workspace: Workspace, **overrides: Any) -> FastAPI:
+def create_app(workspace: Workspace, *, warm: bool = False, **overrides: Any) -> FastAPI:
     """An app serving ``workspace``. Its server state (``autorag.api.state``) is built
-    and started at start-up, stopped at exit; routes reach it through ``api/deps.py``."""
+    and started at start-up, stopped at exit; routes reach it through ``api/deps.py``.
+    ``warm``: the model and indexes load in the background as it starts (``serve``)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         with server_model_threads():
-            async with running_server(workspace, **overrides) as server:
+            async with running_server(workspace, warm=warm, **overrides) as server:
                 app.state.server = server
                 yield
 

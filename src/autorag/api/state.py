@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import ipaddress
 import os
+import threading
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -57,8 +58,11 @@ class ServerState:
 
 
 @asynccontextmanager
-async def running_server(workspace: Workspace, **overrides: Any) -> AsyncIterator[ServerState]:
-    """The state of a server on ``workspace``, started; stopped in reverse at exit."""
+async def running_server(
+    workspace: Workspace, *, warm: bool = False, **overrides: Any
+) -> AsyncIterator[ServerState]:
+    """The state of a server on ``workspace``, started; stopped in reverse at exit.
+    ``warm``: load the model and indexes in the background (``server.warm_up``)."""
     async with AsyncExitStack() as stack:
         context = open_context(workspace, **overrides)
         stack.callback(context.close)
@@ -68,6 +72,8 @@ async def running_server(workspace: Workspace, **overrides: Any) -> AsyncIterato
         limiter = search_slots(context.settings.server.search_threads)
         workers = WorkerPool(context, workers=context.settings.server.workers)
         workers.start()
+        if warm and context.settings.server.warm_up:
+            threading.Thread(target=context.warm_up, name="warm-up", daemon=True).start()
         stack.push_async_callback(run_in_threadpool, workers.stop)
         chat.router.start_polling(context.settings.llm.poll_seconds)
         stack.callback(chat.router.stop_polling)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import errno
 import signal
+import socket
 import sys
 import threading
 from typing import TYPE_CHECKING, Annotated, Any
@@ -12,6 +14,7 @@ import typer
 from autorag.auth.service import ensure_setup_token
 from autorag.cli._common import console, current_workspace
 from autorag.context import open_context
+from autorag.errors import Conflict, InvalidInput
 from autorag.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -40,11 +43,13 @@ def serve(
 
     While no user exists, prints a one-time URL to create the first admin.
     """
+    workspace = current_workspace(ctx)
+    _refuse_busy_port(host, port)
+
     import uvicorn
 
     from autorag.api.app import create_app
 
-    workspace = current_workspace(ctx)
     console.print(f"Serving {workspace.root} on http://{host}:{port} (docs at /docs)")
     token = _setup_token(workspace)
     if token is not None:
@@ -56,7 +61,23 @@ def serve(
     # Threads hand the interpreter lock over every 1 ms instead of 5: the event loop,
     # which answers /healthz and streams answers, waits less behind busy request threads.
     sys.setswitchinterval(SERVER_SWITCH_INTERVAL_S)
-    uvicorn.Server(uvicorn_config(create_app(workspace), host=host, port=port)).run()
+    uvicorn.Server(uvicorn_config(create_app(workspace, warm=True), host=host, port=port)).run()
+
+
+def _refuse_busy_port(host: str, port: int) -> None:
+    """Fail before saying "Serving on …" when the address cannot be listened on."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host.strip("[]"), port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise Conflict(
+                    f"port {port} on {host} is in use by another program (another "
+                    "autorag serve?): stop it, or choose another port with --port"
+                ) from None
+            raise InvalidInput(f"cannot listen on {host} port {port}: {exc.strerror}") from None
 
 
 def uvicorn_config(app: Any, **options: Any) -> uvicorn.Config:
