@@ -392,6 +392,14 @@ class ChatView {
     this.paintHistory();
   }
 
+  // The plain notice when only the built-in extractive model answers (connections.js).
+  async addBuiltInNotice(box) {
+    await models();
+    const { builtInNotice } = await import("./connections.js");
+    const notice = builtInNotice();
+    if (notice && box.isConnected) box.prepend(notice);
+  }
+
   async paintEmpty(thread) {
     const count = h("p", { class: "muted" }, " ");
     const box = h("div", { class: "chat-empty" },
@@ -402,6 +410,7 @@ class ChatView {
         "Type ", h("kbd", {}, "/model"), " or press ", h("kbd", {}, `${modKey} K`), " to switch model, ",
         h("kbd", {}, `${modKey} Shift M`), " to compare two models."));
     thread.el.replaceChildren(box);
+    this.addBuiltInNotice(box).catch(() => {});
     try {
       const info = await api(this.base);
       if (info.documents === 0) {
@@ -883,9 +892,15 @@ export async function openCompare() {
   if (!app.workspace || !app.can("chat:use")) return;
   const list = await models();
   const view = activeView();
-  const current = view ? view.effectiveModel().id : (list.defaults.environment || "extractive");
+  const chosenId = view ? view.effectiveModel().id : (list.defaults.environment || "extractive");
+  const known = list.models.find((m) => m.id === chosenId || m.provider === chosenId);
+  const current = known ? known.id : chosenId;  // "extractive" is extractive/extractive
   const ids = list.models.map((m) => m.id);
   if (!ids.includes(current)) ids.unshift(current);
+  if (new Set(ids).size < 2) {
+    toast(`Comparing needs two models, and only ${current} is on offer. Connect a model in Settings → Models.`, { timeout: 8000 });
+    return;
+  }
   const other = list.models.find((m) => m.id !== current && m.available !== false) || list.models.find((m) => m.id !== current);
   const select = (value, label) => {
     const el = h("select", { class: "input" }, ids.map((id) => {
@@ -925,6 +940,7 @@ export async function openCompare() {
     const text = question.value.trim();
     if (!text) { question.focus(); return; }
     const chosen = [left.querySelector("select").value, right.querySelector("select").value];
+    if (chosen[0] === chosen[1]) { toast("Choose two different models to compare.", { kind: "error" }); return; }
     run.hidden = true;
     stop.hidden = false;
     controllers = chosen.map(() => new AbortController());

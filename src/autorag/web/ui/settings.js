@@ -3,6 +3,7 @@
 // and (admins) the workspaces themselves.
 
 import { api, ws } from "./api.js";
+import { canConnect, connectionsCard } from "./connections.js";
 import { clear, errorNotice, field, h, icon, inlineField, loading, setFieldError, toast } from "./dom.js";
 import { app, refreshModels, reloadWorkspaces } from "./state.js";
 
@@ -152,7 +153,7 @@ export async function render(container) {
     clear(modelsCard,
       h("header", {}, h("h2", { id: "models-title", class: "spacer" }, "Models"),
         h("button", { class: "btn ghost small", type: "button", on: { click: async () => { try { await refreshModels(true); paintModels(); toast("Availability checked."); } catch (error) { toast(error.message, { kind: "error" }); } } } }, icon("refresh", "sm"), "Check now"),
-        h("p", {}, "Providers are configured in autorag.toml ([[llm.providers]]); availability is checked every 30 seconds.")),
+        h("p", {}, canConnect() ? "The models of the servers connected below; availability is checked every 30 seconds." : "The models on offer; an admin connects model servers here. Availability is checked every 30 seconds.")),
       h("ul", { class: "model-list", "aria-label": "Models" }, m.models.map((model) => {
         const provider = m.providers.find((p) => p.name === model.provider) || {};
         const status = model.available === false
@@ -205,7 +206,7 @@ export async function render(container) {
     });
   }
 
-  host.append(h("div", { class: "cards-2" }, h("div", { class: "stack" }, agentForm), h("div", { class: "stack" }, wsForm, app.can("chat:use") ? modelsCard : null, mineForm, workspacesCard)));
+  host.append(h("div", { class: "cards-2" }, h("div", { class: "stack" }, agentForm), h("div", { class: "stack" }, wsForm, app.can("chat:use") ? modelsCard : null, canConnect() ? connectionsCard() : null, mineForm, workspacesCard)));
   const unsubscribe = app.on("models", () => { if (modelsCard.isConnected) paintModels(); });
   return { title: "Settings", cleanup: unsubscribe };
 }
