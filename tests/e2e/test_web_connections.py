@@ -1,6 +1,7 @@
-"""Connecting a model from the browser: with only the built-in model the chat says so and
-offers the Ollama it detected; in Settings → Models the admin tests a server, sees its
-models, connects it, and the chat answers with one of them at once.
+"""Connecting a model from the browser: with only the built-in model, the first-run setup
+and then the chat say so and offer the Ollama they detected; in Settings → Models the
+admin tests a server, sees its models, connects it, and the chat answers with one of
+them at once.
 
 A real ``autorag serve`` (no model in autorag.toml) and Debian's Chromium; the model
 server is an Ollama double on loopback, which ``OLLAMA_HOST`` points detection at.
@@ -13,8 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from autorag.auth.service import create_user
-from autorag.context import open_context
 from autorag.workspace import init_workspace
 from tests.doubles.ollama_server import ScriptedOllama
 from tests.doubles.script import Text
@@ -32,9 +31,6 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, 
     root = tmp_path_factory.mktemp("web-connections")
     with ScriptedOllama(models=["llama3.2:3b", "qwen3:8b"], default=Text(ANSWER)) as ollama:
         workspace = init_workspace(root / "kb")
-        context = open_context(workspace)
-        create_user(context.catalog, "ada", PASSWORD, "admin")
-        context.close()
         env = {"OLLAMA_HOST": ollama.base_url}
         server = Server(workspace, Path(root / "serve.log"), env=env)
         try:
@@ -51,12 +47,20 @@ def test_connect_a_model_from_settings_and_answer_with_it(
         page.set_default_timeout(30_000)
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
-        page.goto(server.url + "/")
-        page.get_by_label("Username").fill("ada")
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
+        page.goto(server.setup_url())
+        page.get_by_label("Password", exact=True).fill(PASSWORD)
+        page.get_by_label("Repeat the password").fill(PASSWORD)
+        page.get_by_role("button", name="Create admin and sign in").click()
 
-        # Only the built-in model: the chat says so, and offers the Ollama it found.
+        # First run with only the built-in model: connecting one is offered, with the
+        # Ollama found on this machine.
+        step = page.get_by_role("region", name="Connect a model")
+        expect(step).to_contain_text(f"Ollama is running on this machine ({ollama.base_url})")
+        expect(step.get_by_role("button", name="Connect it")).to_be_visible()
+        step.get_by_role("button", name="Continue without one").click()
+        expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_visible()
+
+        # The chat says so too, and offers the Ollama again.
         page.get_by_role("link", name="Chat").click()
         notice = page.locator(".builtin-notice")
         expect(notice).to_contain_text("No language model is connected")

@@ -109,7 +109,11 @@ export function renderSetup(root, { onSignedIn }) {
     try {
       await api("/api/setup", { method: "POST", auth: false, body: { token: token.value.trim(), username: username.value.trim(), password: password.value } });
       await login(username.value.trim(), password.value);
-      clear(out, notice("ok", "Admin created. Opening AutoRAG…"));
+      clear(out, notice("ok", "Admin created."));
+      const step = h("div");
+      form.replaceWith(step);
+      await import("./connections.js").then((c) => c.firstRunModelStep(step)).catch(() => {});
+      clear(out, notice("ok", "Opening AutoRAG…"));
       onSignedIn();
     } catch (error) {
       let text = error.message;

@@ -397,7 +397,7 @@ class ChatView {
     await models();
     const { builtInNotice } = await import("./connections.js");
     const notice = builtInNotice();
-    if (notice && box.isConnected) box.prepend(notice);
+    if (notice) box.prepend(notice);
   }
 
   async paintEmpty(thread) {

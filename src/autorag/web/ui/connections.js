@@ -33,7 +33,7 @@ async function connectDetected(found, button) {
     let name = "ollama";
     for (let i = 2; taken.has(name); i += 1) name = `ollama-${i}`;
     await api(BASE, { method: "POST", body: { name, kind: "ollama", baseUrl: found.baseUrl } });
-    await refreshModels(true);
+    await refreshModels(true).catch(() => null);
     toast(`Connected Ollama as ${name}: ${modelCount(found.models)}.`);
     return name;
   } catch (error) {
@@ -69,9 +69,38 @@ export function builtInNotice() {
   const notice = h("div", { class: "notice warn", role: "note" }, icon("info"), body);
   const wrapper = h("div", { class: "stack builtin-notice" }, notice, detectedOffer(() => {}));
   const off = app.on("models", () => {
-    if (!wrapper.isConnected || !onlyBuiltIn()) { wrapper.remove(); off(); }
+    if (!onlyBuiltIn()) { wrapper.remove(); off(); }
   });
   return wrapper;
+}
+
+/** First run, once the admin is signed in: when only the built-in model is on offer, offer
+ * to connect one (a running Ollama in one click). Resolves when the user goes on. */
+export async function firstRunModelStep(container) {
+  const offered = await api("/api/models");
+  if (!onlyBuiltIn(offered)) return;
+  await new Promise((resolve) => {
+    const slot = h("div", { class: "stack", "aria-live": "polite" },
+      h("p", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), " Looking for a model server on this machine…"));
+    const skip = h("button", { class: "btn", type: "button", on: { click: () => resolve() } }, "Continue without one");
+    const later = h("a", { class: "btn", href: "/#/settings" }, "Connect another server");
+    clear(container, h("section", { class: "stack", "aria-labelledby": "first-model-title" },
+      h("h2", { id: "first-model-title" }, "Connect a model"),
+      h("p", { class: "muted" }, "A language model writes the answers: connect Ollama or an OpenAI-compatible server. Without one, the built-in extractive model quotes the passages that match best."),
+      slot, h("div", { class: "row" }, later, skip)));
+    api(`${BASE}/detect`).then((found) => {
+      if (!found.found) {
+        slot.replaceChildren(h("p", { class: "muted" }, "No Ollama answers on this machine."));
+        return;
+      }
+      const connect = h("button", { class: "btn primary", type: "button" }, icon("plus", "sm"), "Connect it");
+      connect.addEventListener("click", async () => { if (await connectDetected(found, connect)) resolve(); });
+      const names = found.models.slice(0, 4).map((m) => m.id).join(", ");
+      slot.replaceChildren(h("div", { class: "notice ok" }, icon("check"),
+        h("div", { class: "notice-body" }, `Ollama is running on this machine (${found.baseUrl}) with ${modelCount(found.models)}${names ? `: ${names}` : ""}.`),
+        connect));
+    }).catch(() => slot.replaceChildren());
+  });
 }
 
 // -- the settings card ------------------------------------------------------------------------
