@@ -41,7 +41,17 @@ from autorag.agent.toolcalls import may_become_tool_call, resolve_implicit_tool_
 from autorag.config import AgentSettings
 from autorag.context import AppContext
 from autorag.errors import AutoragError, Unavailable
-from autorag.llm.base import PLAN_INSTRUCTION, ChatMessage, LLMDelta, ToolCall, ToolSpec, Usage
+from autorag.llm.base import (
+    DEFAULT_OPTIONS,
+    PLAN_INSTRUCTION,
+    ChatMessage,
+    FinishReason,
+    GenerationOptions,
+    LLMDelta,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
 from autorag.llm.extractive import NO_ANSWER
 from autorag.llm.router import ModelRouter, Resolution, Target
 from autorag.models import Citation, Diagnostic, SearchFilters
@@ -75,6 +85,8 @@ class AgentRequest:
     # Who asks, for the skills' permission checks (``ChatService`` always says). None:
     # nobody, holding no permission (a peer's remote session, say).
     caller: Caller | None = None
+    # Sampling and limits for every model call (the OpenAI-compatible API's options).
+    options: GenerationOptions = DEFAULT_OPTIONS
 
 
 @dataclass
@@ -93,6 +105,7 @@ class AgentResult:
     diagnostics: list[Diagnostic] = field(default_factory=list)
     iterations: int = 0
     overhead_ms: float = 0.0  # orchestration time, model and skill time excluded
+    finish: FinishReason | None = None  # "length": the options' max_tokens cut the answer
 
 
 @dataclass
@@ -103,6 +116,8 @@ class _Decision:
     stopped: AbortReason | None = None  # cut short by the watchdog or the client
     # The text is the model's own writing, where a call may hide (not extraction).
     may_hold_call: bool = True
+    pieces: list[str] = field(default_factory=list)  # the text as the model streamed it
+    finish: FinishReason | None = None  # a limit of the request's options ended it
 
 
 class Orchestrator:
@@ -143,6 +158,7 @@ class Orchestrator:
         started = time.perf_counter()
         self.cancel = cancel or threading.Event()
         self.request = request
+        self.finish: FinishReason | None = None
         self.citations: list[Citation] = []
         numbering = Renumbering(lambda: self.citations)
         self.emit = numbering.wrap(emit)
@@ -156,7 +172,7 @@ class Orchestrator:
         text, reason, iterations = self._loop(messages)
         text = self._finish(text, reason)
         grounded = ground_citations(text, self.citations) if text else []
-        if reason == "done" and self._disclaim(text, grounded):
+        if reason == "done" and request.options.json is None and self._disclaim(text, grounded):
             text = self._append(text, NO_EVIDENCE_DISCLAIMER)
         held = numbering.flush()  # a last "[" that never became a marker
         if held:
@@ -178,6 +194,7 @@ class Orchestrator:
             diagnostics=self.diagnostics,
             iterations=iterations,
             overhead_ms=overhead,
+            finish=self.finish,
         )
 
     def _offer_available_skills(self) -> None:
@@ -221,7 +238,7 @@ class Orchestrator:
                 call = ToolCall(f"forced_{iteration}", RAG_SEARCH, {"query": self.request.question})
             if call is None:
                 if not decision.streamed:
-                    self._replay(decision.text)
+                    self._replay(decision.pieces)
                 return decision.text, "done", iteration
             if call.name not in self.skills:
                 if breaker.unknown():
@@ -278,7 +295,9 @@ class Orchestrator:
         hold_all: bool,
     ) -> _Decision:
         began = time.perf_counter()
-        stream = target.provider.stream_chat(messages, tools=tools, model=target.model)
+        stream = target.provider.stream_chat(
+            messages, tools=tools, model=target.model, options=self.request.options
+        )
         held: list[str] = []
         decision = _Decision(None, "", streamed=not tools)
         decision.may_hold_call = writes_calls_as_text(target)
@@ -289,6 +308,7 @@ class Orchestrator:
                 if decision.stopped:
                     break
                 usage = delta.usage or usage
+                decision.finish = delta.finish or decision.finish
                 if delta.tool_call is not None:
                     if decision.streamed:
                         self._note("late_tool_call", f"ignored {delta.tool_call.name}: answered")
@@ -301,11 +321,12 @@ class Orchestrator:
                         self.emit(TokenEvent(delta.text))
                     elif not hold_all and self._can_commit(held, decision.may_hold_call):
                         decision.streamed = True
-                        self._replay("".join(held))
+                        self._replay(held)
         finally:
             _close(stream)
             self._external_s += time.perf_counter() - began
-        decision.text = "".join(held)
+        decision.text, decision.pieces = "".join(held), held
+        self.finish = decision.finish  # the last call is the answer
         self._charge(messages, decision, usage)
         return decision
 
@@ -315,9 +336,11 @@ class Orchestrator:
             return False
         return not may_hold_call or not may_become_tool_call(text)
 
-    def _replay(self, text: str) -> None:
-        if text:
-            self.emit(TokenEvent(text))
+    def _replay(self, pieces: Sequence[str]) -> None:
+        """Send held text as the model streamed it: a token event per piece."""
+        for piece in pieces:
+            if piece:
+                self.emit(TokenEvent(piece))
 
     def _charge(self, messages: Sequence[ChatMessage], d: _Decision, usage: Usage | None) -> None:
         if usage is None:  # the server did not say: estimate
