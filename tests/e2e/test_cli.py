@@ -94,9 +94,9 @@ def test_bad_input_gets_one_clear_line_and_a_non_zero_exit(tmp_path: Path) -> No
     kb = tmp_path / "kb"
     subprocess.run([*AUTORAG, "init", str(kb)], check=True, capture_output=True)
     missing = run(kb, "add", str(tmp_path / "nope"), check=False)
-    assert "is not a folder" in missing and "Traceback" not in missing
+    assert "does not exist" in missing and "Traceback" not in missing
     bad_date = run(kb, "search", "x", "--from", "yesterday", check=False)
-    assert "not an ISO date" in bad_date and "Traceback" not in bad_date
+    assert "--from: not a date" in bad_date and "Traceback" not in bad_date
     nowhere = subprocess.run(
         [*AUTORAG, "-w", str(tmp_path / "none"), "status"], capture_output=True, text=True
     )

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+import typer.core
 from rich.console import Console
+from rich.markup import escape
 
 if TYPE_CHECKING:
     from autorag.context import AppContext
@@ -17,6 +19,18 @@ if TYPE_CHECKING:
 
 console = Console(soft_wrap=True)
 err_console = Console(stderr=True, soft_wrap=True)
+
+_option_type = typer.core.TyperOption.display_type_rich
+
+
+def _flag_type(option: typer.core.TyperOption, ctx: Any) -> str | None:
+    """A flag takes no value, so help names none: ``--json``, not ``--json <bool>``."""
+    return None if option.is_flag else _option_type(option, ctx)
+
+
+# Typer's help shows a value type after every option, flags included: the one place
+# where its look is corrected, for every command.
+typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
 
 
 @dataclasses.dataclass
@@ -55,5 +69,42 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, default=_default, ensure_ascii=False, indent=2))
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``1 file``, ``2 files``; ``nouns`` for an irregular plural (``search paths``)."""
+    return f"{count} {noun if count == 1 else nouns or noun + 's'}"
+
+
+def local_time(moment: datetime | str | None) -> str:
+    """A moment as people read it: local time to the second, with the zone
+    (``2026-12-03 18:20:35 CET``). A moment without a zone is UTC, as stored."""
+    if moment is None or moment == "":
+        return ""
+    when = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
+    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    return when.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
 def split_types(value: str | None) -> list[str]:
     return [t for t in (value or "").split(",") if t.strip()]
+
+
+def print_error(message: str) -> None:
+    """An error as the user sees it: one line on stderr."""
+    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+
+
+def print_usage_error(exc: typer.TyperException) -> None:
+    """A usage error (a missing argument, a bad value) in one plain line, then where to
+    read more: ``Try 'autorag search --help'.`` (Typer would draw a box under the usage)."""
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a group given no command: its help
+        err_console.print(exc.format_message(), markup=False, highlight=False)
+        return
+    message = exc.format_message()
+    if type(exc) is typer.BadParameter:  # "--from: not a date", not "Invalid value for"
+        param = exc.param_hint or (exc.param.get_error_hint() if exc.param else None)
+        hint = param if isinstance(param, str) or param is None else " / ".join(param)
+        message = f"{hint.replace(chr(39), '')}: {exc.message}" if hint else exc.message
+    print_error(message[:1].lower() + message[1:])
+    context = getattr(exc, "ctx", None)
+    if context is not None:
+        err_console.print(f"Try '{context.command_path} --help'.", markup=False, highlight=False)

@@ -20,12 +20,11 @@ from rich.markup import escape
 from autorag.agent.events import AgentEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.chat.service import LOCAL_USER, ChatOutcome, ChatService, ChatTurn
 from autorag.chat.store import get_chat
-from autorag.cli._common import console, err_console, open_app, print_json, split_types
-from autorag.cli.search import FromOption, JsonFlag, ToOption, TypeOption
+from autorag.cli._common import console, err_console, open_app, print_json
+from autorag.cli.search import FromOption, JsonFlag, ToOption, TypeOption, cli_filters
 from autorag.context import AppContext
 from autorag.errors import AutoragError
 from autorag.models import Citation
-from autorag.retrieval.filters import build_filters
 
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="provider/model to answer with.")
@@ -51,7 +50,7 @@ def ask(
     as_json: JsonFlag = False,
 ) -> None:
     """Answer a question from the documents, with numbered \\[n] citations."""
-    filters = build_filters(split_types(doc_type), date_from, date_to)
+    filters = cli_filters(doc_type, date_from, date_to)
     app = open_app(ctx)
     if k is not None:
         app.settings.agent.search_k = k

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -20,7 +24,15 @@ from rich.progress import (
 from rich.table import Table
 from rich.text import Text
 
-from autorag.cli._common import console, current_workspace, err_console, open_app, print_json
+from autorag.cli._common import (
+    console,
+    current_workspace,
+    err_console,
+    local_time,
+    open_app,
+    plural,
+    print_json,
+)
 from autorag.errors import Conflict, InvalidInput
 from autorag.sources import DATASOURCE_KINDS, SourceRoot, plan_source_roots
 from autorag.workspace import init_workspace
@@ -37,13 +49,18 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable J
 
 
 class _ProgressObserver:
-    """A progress bar with files/s and ETA over the files a refresh has to index."""
+    """A progress bar over the files a refresh has to index, with the rate of the files
+    actually read: a file whose content turns out unchanged is counted, not timed (a
+    touched tree would otherwise show a hundred thousand files a second)."""
 
     def __init__(self, progress: Progress) -> None:
         self.progress = progress
-        self.task = progress.add_task("indexing", total=None)
+        self.task = progress.add_task("indexing", total=None, read_rate=None)
+        self.read = 0
+        self.started = time.monotonic()
 
     def planned(self, to_index: int, unchanged: int, to_delete: int) -> None:
+        self.started = time.monotonic()
         self.progress.update(self.task, total=to_index)
         if (unchanged or to_delete) and not self.progress.disable:
             self.progress.console.print(
@@ -51,13 +68,57 @@ class _ProgressObserver:
             )
 
     def done(self, outcome: IngestOutcome) -> None:
-        self.progress.advance(self.task)
+        self.read += outcome.status != "unchanged"
+        elapsed = time.monotonic() - self.started
+        rate = self.read / elapsed if self.read and elapsed >= 1 else None  # none at first
+        self.progress.update(self.task, advance=1, read_rate=rate)
 
 
 class _RateColumn(ProgressColumn):
+    """Files read (or OCR pages) per second."""
+
     def render(self, task: Task) -> Text:
         unit = task.fields.get("unit", "files")
-        return Text(f"{task.speed:.1f} {unit}/s" if task.speed else "", style="cyan")
+        rate = task.fields.get("read_rate", task.speed)
+        return Text(f"{rate:.1f} {unit}/s" if rate else "", style="cyan")
+
+
+# Libraries that log or warn about the files they read (pypdf on a damaged cross-reference
+# table, …): during a refresh their messages go to the workspace's log file, not into the
+# progress bar, and one line says how many there were.
+_READER_LOGGERS = ("pypdf", "pdfminer", "PIL", "openpyxl", "docx", "pptx", "py.warnings")
+
+
+class _Tally(logging.Filter):
+    def __init__(self) -> None:
+        super().__init__()
+        self.count = 0
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        self.count += 1
+        return True
+
+
+@contextmanager
+def _reader_messages_to(log_file: Path) -> Iterator[_Tally]:
+    handler = logging.FileHandler(log_file, encoding="utf-8", delay=True)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    tally = _Tally()
+    handler.addFilter(tally)
+    loggers = [logging.getLogger(name) for name in _READER_LOGGERS]
+    propagated = [logger.propagate for logger in loggers]
+    for logger in loggers:
+        logger.addHandler(handler)
+        logger.propagate = False
+    logging.captureWarnings(True)  # warnings.warn(...) as records of "py.warnings"
+    try:
+        yield tally
+    finally:
+        logging.captureWarnings(False)
+        for logger, propagate in zip(loggers, propagated, strict=True):
+            logger.removeHandler(handler)
+            logger.propagate = propagate
+        handler.close()
 
 
 def register(app: typer.Typer) -> None:
@@ -84,7 +145,9 @@ def init(
 
 def add(
     ctx: typer.Context,
-    paths: Annotated[list[Path], typer.Argument(help="Folders to index (search paths).")],
+    paths: Annotated[
+        list[Path], typer.Argument(help="Folders (or single files) to index: search paths.")
+    ],
     follow_links: Annotated[
         bool,
         typer.Option(
@@ -95,18 +158,28 @@ def add(
         ),
     ] = False,
 ) -> None:
-    """Register folders as search paths (source roots)."""
+    """Register folders (or single files) as search paths (source roots).
+
+    Example: autorag add ~/Documents/policies ~/Desktop/handbook.pdf
+    """
     workspace = current_workspace(ctx)
     config = workspace.read_config()
     search_paths: list[str] = list(config.get("search_paths", []))
     added: list[str] = []
     for path in paths:
         resolved = path.expanduser().resolve()
-        if not resolved.is_dir():
-            raise InvalidInput(f"{path} is not a folder")
+        if not resolved.is_dir() and not resolved.is_file():
+            why = "is neither a file nor a folder" if resolved.exists() else "does not exist"
+            raise InvalidInput(f"{path} {why} (give a folder or a file)")
+        folder = next((p for p in search_paths if Path(p) in resolved.parents), None)
+        if resolved.is_file() and folder is not None:
+            console.print(f"{path} is indexed already: it is under the search path {folder}.")
+            continue
         added.append(str(resolved))
         if str(resolved) not in search_paths:
             search_paths.append(str(resolved))
+    if not added:
+        return
     roots = plan_source_roots(search_paths)  # refuses a path before it is written
     _refuse_imported_namespaces(ctx, roots)
     config["search_paths"] = search_paths
@@ -118,7 +191,8 @@ def add(
     workspace.write_config(config)
     for root in roots:
         following_note = "  (links followed)" if root.path in ingest["follow_links"] else ""
-        console.print(f"  /{root.prefix}/  ←  {root.path}{following_note}")
+        namespace = f"/{root.prefix}/" if Path(root.path).is_dir() else f"/{root.prefix}"
+        console.print(f"  {namespace}  ←  {root.path}{following_note}", highlight=False)
     console.print("Run `autorag refresh` to index them.")
 
 
@@ -155,7 +229,8 @@ def remove(
         raise InvalidInput(f"not a search path: {', '.join(sorted(missing))}")
     config["search_paths"] = [p for p in current if p not in dropping]
     workspace.write_config(config)
-    console.print(f"Removed {len(dropping)} search path(s). Run `autorag refresh` to apply.")
+    removed = plural(len(dropping), "search path")
+    console.print(f"Removed {removed}. Run `autorag refresh` to apply.", highlight=False)
 
 
 def refresh_command(
@@ -186,7 +261,8 @@ def refresh_command(
     if method != "minsync":
         raise InvalidInput(f"unknown refresh method {method!r} (known: minsync)")
     app = open_app(ctx)
-    with refresh_lock(app.workspace.refresh_lock_file):
+    log_file = app.workspace.data_dir / "refresh.log"
+    with refresh_lock(app.workspace.refresh_lock_file), _reader_messages_to(log_file) as noted:
         progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -215,6 +291,12 @@ def refresh_command(
         return
     _print_refresh(report)
     _print_ocr(report.ocr_queued, ocr)
+    if noted.count:
+        console.print(
+            f"{plural(noted.count, 'warning')} from the file readers (damaged files read "
+            f"anyway, …) went to {log_file}.",
+            highlight=False,
+        )
 
 
 def _read_scans(app: AppContext, progress: Progress) -> dict[str, int]:
@@ -241,9 +323,9 @@ def _read_scans(app: AppContext, progress: Progress) -> dict[str, int]:
 
 def _print_refresh(report: RefreshReport) -> None:
     console.print(
-        f"{report.files_seen} files: {report.indexed} indexed, {report.unchanged} unchanged, "
-        f"{report.failed} failed, {report.skipped} skipped, {report.needs_ocr} need OCR, "
-        f"{report.deleted} removed",
+        f"{plural(report.files_seen, 'file')}: {report.indexed} indexed, "
+        f"{report.unchanged} unchanged, {report.failed} failed, {report.skipped} skipped, "
+        f"{report.needs_ocr} need OCR, {report.deleted} removed",
         highlight=False,
     )
     for failure in report.failures[:20]:
@@ -261,8 +343,8 @@ def _print_ocr(queued: int, results: dict[str, int] | None) -> None:
     if results is None:
         if queued:
             console.print(
-                f"{queued} files queued for OCR: `autorag serve` or `autorag worker` reads "
-                "them (or `autorag refresh --ocr-now`); follow them with `autorag ocr jobs`.",
+                f"{plural(queued, 'file')} queued for OCR: `autorag serve` or `autorag worker` "
+                "reads them (or `autorag refresh --ocr-now`); follow them with `autorag ocr jobs`.",
                 highlight=False,
             )
         return
@@ -298,12 +380,14 @@ def _print_status(readiness: Readiness, roots: list[SourceRoot]) -> None:
     )
     console.print(f"[bold {colour}]{readiness.state}[/] — {readiness.reason}", highlight=False)
     for root in roots:
-        console.print(f"  search path /{root.prefix}/ ← {root.path}")
+        namespace = f"/{root.prefix}/" if Path(root.path).is_dir() else f"/{root.prefix}"
+        console.print(f"  search path {namespace} ← {root.path}", highlight=False)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(readiness.documents.items())) or "none"
     console.print(f"documents: {counts}; chunks: {readiness.chunks}; vectors: {readiness.vectors}")
     if readiness.last_refresh:
         run = readiness.last_refresh
-        console.print(f"last refresh: {run['status']} at {run['finished_at'] or run['started_at']}")
+        when = local_time(run["finished_at"] or run["started_at"])
+        console.print(f"last refresh: {run['status']} at {when}", highlight=False)
     for rows, title in ((readiness.failed, "Failed files"), (readiness.skipped, "Skipped files")):
         if rows:
             table = Table("source", "code", "reason", title=title)
@@ -330,4 +414,4 @@ def reindex_command(ctx: typer.Context) -> None:
                 app.embedder,
                 on_batch=lambda n: progress.advance(task, n),
             )
-    console.print(f"Reindexed {count} chunks with {app.embedder.model_id}.")
+    console.print(f"Reindexed {plural(count, 'chunk')} with {app.embedder.model_id}.")

@@ -14,7 +14,7 @@ import typer.main
 from typer.core import TyperCommand, TyperGroup
 
 from autorag import __version__
-from autorag.cli._common import CliState, err_console
+from autorag.cli._common import CliState, err_console, print_error, print_usage_error
 from autorag.errors import AutoragError, Conflict, Forbidden, InvalidInput, NotFound, Unavailable
 from autorag.private_files import owner_only_umask
 
@@ -45,7 +45,7 @@ COMMANDS: dict[str, Entry] = {
     "add": Entry(
         "index",
         "register",
-        "Register folders as search paths (source roots).",
+        "Register folders (or single files) as search paths (source roots).",
     ),
     "remove": Entry(
         "index",
@@ -278,7 +278,15 @@ def run() -> None:
     # owner's alone, besides the modes set and repaired where the data is written.
     owner_only_umask()
     try:
-        app()
+        # Not standalone: Typer would draw a usage error as a boxed panel under the usage.
+        code = app(standalone_mode=False)
     except AutoragError as exc:
-        err_console.print(f"[red]error:[/red] {exc.message}", highlight=False)
+        print_error(exc.message)
         sys.exit(next((c for t, c in EXIT_CODES.items() if isinstance(exc, t)), 1))
+    except typer.TyperException as exc:  # click's usage errors: one line and a hint
+        print_usage_error(exc)
+        sys.exit(exc.exit_code)
+    except typer.Abort:  # the end of input at a confirmation prompt
+        err_console.print("Aborted.")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -9,10 +9,22 @@ import typer
 from rich.table import Table
 
 from autorag.cli._common import console, open_app, print_json, split_types
+from autorag.errors import InvalidInput
 from autorag.ingest.duplicates import display_name
-from autorag.models import SearchHit
+from autorag.models import SearchFilters, SearchHit
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchMode, SearchRequest
+
+
+def _day(value: str | None) -> str | None:
+    """Refuse a date the filters cannot read, in the words of the option typed."""
+    if value is not None:
+        try:
+            build_filters((), value)
+        except InvalidInput:
+            raise typer.BadParameter("not a date (expected YYYY-MM-DD)") from None
+    return value
+
 
 TypeOption = Annotated[
     str | None, typer.Option("--type", "-t", help="Document types, comma separated: pdf,md,…")
@@ -21,6 +33,7 @@ FromOption = Annotated[
     str | None,
     typer.Option(
         "--from",
+        callback=_day,
         help="Documents dated on or after this day (YYYY-MM-DD). A document's date is its "
         "own (PDF, Office or front-matter metadata), else when the file was last modified.",
     ),
@@ -28,10 +41,24 @@ FromOption = Annotated[
 ToOption = Annotated[
     str | None,
     typer.Option(
-        "--to", help="Documents dated on or before this day (YYYY-MM-DD; the whole day counts)."
+        "--to",
+        callback=_day,
+        help="Documents dated on or before this day (YYYY-MM-DD; the whole day counts).",
     ),
 ]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+
+
+def cli_filters(doc_type: str | None, date_from: str | None, date_to: str | None) -> SearchFilters:
+    """The filters of ``--type``, ``--from`` and ``--to``, refused in their own words."""
+    if date_from and date_to:
+        start = build_filters((), date_from).date_from
+        end = build_filters((), None, date_to).date_to
+        if start and end and start >= end:
+            raise typer.BadParameter(
+                f"{date_from} is not before --to {date_to}", param_hint="--from"
+            )
+    return build_filters(split_types(doc_type), date_from, date_to)
 
 
 def register(app: typer.Typer) -> None:
@@ -51,10 +78,15 @@ def search_command(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """Hybrid search (vectors + full-text, fused with RRF)."""
+    """Hybrid search (vectors + full-text, fused with RRF).
+
+    Example: autorag search "refund window" --type pdf,md --from 2025-01-01
+    """
+    if not query.strip():
+        raise InvalidInput("nothing to search for: the query is empty")
     if mode not in ("hybrid", "vector", "fts"):
         raise typer.BadParameter("mode must be hybrid, vector or fts", param_hint="--mode")
-    filters = build_filters(split_types(doc_type), date_from, date_to)
+    filters = cli_filters(doc_type, date_from, date_to)
     app = open_app(ctx)
     response = app.searcher.search(
         SearchRequest(query, k=k, filters=filters, mode=_mode(mode), per_document=per_document)

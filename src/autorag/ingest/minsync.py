@@ -142,6 +142,9 @@ class _Walk:
         self._seen_dirs: set[tuple[int, int]] = set()
 
     def root(self, root: SourceRoot) -> None:
+        if os.path.isfile(root.path):  # a single file added as a search path of its own
+            self._file(root.path)
+            return
         follow = root.path in self.rules.follow_links
         stack = [root.path]
         while stack:
