@@ -1,31 +1,21 @@
-"""The ``autorag`` command as a user runs it: a subprocess on a temporary workspace."""
+"""The ``autorag`` command as a user runs it, on a temporary workspace: through its entry
+point in this process (``tests/cli.py``: the model loads once), with ``init``, the
+workspace-less call and the terminal chat as separate processes."""
 
 from __future__ import annotations
 
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
+from tests.cli import AUTORAG, SLOW_MACHINE, autorag
 from tests.samples import write_corpus
-
-AUTORAG = [sys.executable, "-m", "autorag"]
-# An answer's first search loads the embedding model inside the skill's time limit (30 s by
-# default): on a machine busy with other tests that can run out. The limit is not what
-# these tests are about (test_orchestrator checks it).
-SLOW_MACHINE = {"AUTORAG_AGENT__SKILL_TIMEOUT_S": "300"}
 
 
 def run(workspace: Path, *args: str, check: bool = True, env: dict[str, str] | None = None) -> str:
-    result = subprocess.run(
-        [*AUTORAG, "-w", str(workspace), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **SLOW_MACHINE, **(env or {})},
-    )
+    result = autorag("-w", str(workspace), *args, env=env)
     if check and result.returncode != 0:
         raise AssertionError(f"autorag {' '.join(args)} failed:\n{result.stdout}\n{result.stderr}")
     return result.stdout if check else result.stdout + result.stderr
