@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -30,26 +31,35 @@ Completed = subprocess.CompletedProcess[str]
 
 
 def autorag(
-    *args: str, input: str | None = None, env: Mapping[str, str] | None = None
+    *args: str,
+    input: str | None = None,
+    env: Mapping[str, str | None] | None = None,
+    cwd: Path | None = None,
 ) -> Completed:
     """``autorag ARGS`` through its entry point, in this process; never raises for a
-    non-zero exit (the result's ``returncode`` says it)."""
+    non-zero exit (the result's ``returncode`` says it). ``env``: variables to set for
+    the call, None to unset one; ``cwd``: the folder it runs in."""
     umask = os.umask(0o077)  # the command sets its own; the worker's is put back after
     os.umask(umask)
     root = logging.getLogger()
     handlers, level = root.handlers[:], root.level
     root.handlers = []  # the command's logging.basicConfig writes to its own stderr
-    argv = sys.argv
+    argv, folder = sys.argv, Path.cwd()
     try:
+        if cwd is not None:
+            os.chdir(cwd)
         with CliRunner().isolation(input=input, env={**SLOW_MACHINE, **(env or {})}) as streams:
             stdout, stderr, _ = streams
             sys.argv = ["autorag", *args]
             code = _exit_code(run)
+            sys.stdout.flush()  # what the command wrote past Rich is still buffered
+            sys.stderr.flush()
             return subprocess.CompletedProcess(
                 ["autorag", *args], code, stdout.getvalue().decode(), stderr.getvalue().decode()
             )
     finally:
         sys.argv = argv
+        os.chdir(folder)
         os.umask(umask)
         for handler in root.handlers:
             handler.close()

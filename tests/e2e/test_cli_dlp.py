@@ -1,14 +1,14 @@
-"""``autorag dlp`` as a user runs it: a subprocess on a temporary workspace."""
+"""``autorag dlp`` as a user runs it, on a temporary workspace: through the command's entry
+point in this process (``tests/cli.py``)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
-AUTORAG = [sys.executable, "-m", "autorag"]
+from tests.cli import autorag
+
 EMAIL = "mario.rossi@example.com"
 TEXT = f"Write to {EMAIL}\nor pay with 4111 1111 1111 1111 and quote TCK-123456.\n"
 
@@ -16,16 +16,7 @@ TEXT = f"Write to {EMAIL}\nor pay with 4111 1111 1111 1111 and quote TCK-123456.
 def run(
     *args: str, cwd: Path, stdin: str | None = None, check: bool = True
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "AUTORAG_WORKSPACE_DIR"}
-    result = subprocess.run(
-        [*AUTORAG, *args],
-        cwd=cwd,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    result = autorag(*args, cwd=cwd, input=stdin, env={"AUTORAG_WORKSPACE_DIR": None})
     if check and result.returncode != 0:
         raise AssertionError(f"autorag {' '.join(args)}:\n{result.stdout}\n{result.stderr}")
     return result

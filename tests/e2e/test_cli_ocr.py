@@ -4,9 +4,7 @@ uploads a worker pool has read."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,23 +14,16 @@ import pytest
 from autorag.context import open_context
 from autorag.jobs.worker import WorkerPool
 from autorag.workspace import init_workspace
+from tests.cli import autorag
 from tests.doubles import ScriptedOllama
 from tests.integration.test_ocr_jobs import GARBLE, Env
 from tests.ocr_samples import image_bytes, needs_tesseract, page_image
 
 pytestmark = needs_tesseract
-AUTORAG = [sys.executable, "-m", "autorag"]
 
 
 def run(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [*AUTORAG, "-w", str(root), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=dict(os.environ),
-        check=False,
-    )
+    result = autorag("-w", str(root), *args)  # through its entry point, in this process
     if check:
         assert result.returncode == 0, result.stderr
     return result

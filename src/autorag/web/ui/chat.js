@@ -9,6 +9,7 @@ import {
 } from "./dom.js";
 import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./state.js";
 import { legsBadges, renderAnswer } from "./render.js";
+import { skillWords } from "./words.js";
 
 const views = new Map(); // workspace -> ChatView (kept: a stream goes on while you look elsewhere)
 app.on("signout", () => { for (const view of views.values()) view.abortAll(); views.clear(); });
@@ -100,7 +101,9 @@ export class AnswerView {
       this.text += data.text || "";
       this.schedule();
     } else if (type === "status") {
-      this.setStatus(data.message || "Working…");
+      // "Running rag_search" names the tool for the model; people read what it does.
+      const starting = data.skill && data.message === `Running ${data.skill}`;
+      this.setStatus(starting ? skillWords(data.skill).doing : data.message || "Working…");
     } else if (type === "plan") {
       this.planEl.hidden = false;
       renderAnswer(this.planEl.querySelector(".plan-body"), data.plan || "", (n) => `[${n}]`);
@@ -407,8 +410,9 @@ class ChatView {
       h("h2", {}, `Ask about the documents in ${this.workspace}`),
       count,
       h("p", { class: "hint" }, "Answers cite their sources as numbered chips: select one to read the passage. ",
-        "Type ", h("kbd", {}, "/model"), " or press ", h("kbd", {}, `${modKey} K`), " to switch model, ",
-        h("kbd", {}, `${modKey} Shift M`), " to compare two models."));
+        "Type ", h("kbd", {}, "/model"), " to switch model",
+        h("span", { class: "keyboard-only" }, " (or press ", h("kbd", {}, `${modKey} K`), "), and ",
+          h("kbd", {}, `${modKey} Shift M`), " to compare two models"), "."));
     thread.el.replaceChildren(box);
     this.addBuiltInNotice(box).catch(() => {});
     try {
@@ -857,7 +861,6 @@ class ChatView {
         h("dt", {}, "Document"), h("dd", {}, source.title || "—"),
         h("dt", {}, "Page"), h("dd", {}, source.page ? String(source.page) : "—"),
         h("dt", {}, "Found by"), h("dd", {}, legsBadges(source.match)),
-        h("dt", {}, "Score"), h("dd", {}, source.score.toFixed(3)),
         source.peer ? [h("dt", {}, "Peer"), h("dd", {}, source.peer)] : null,
         h("dt", {}, "Source"), h("dd", { class: "mono small" }, source.source || source.sourceId)),
       h("blockquote", { class: "snippet", "aria-label": "Passage" }, richSnippet(source.snippet || "")),

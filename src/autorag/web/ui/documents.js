@@ -9,7 +9,7 @@ import { app, currentRoute, setHashQuietly } from "./state.js";
 
 const TYPES = ["pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"];
 const EXTENSIONS = new Set([...TYPES, "htm", "markdown"]);
-const STATUSES = ["pending", "processing", "ready", "failed"];
+const STATUSES = ["pending", "processing", "ready", "failed", "skipped"];
 const PAGE_SIZE = 50;
 const POLL_MS = 1500;
 const PARALLEL_UPLOADS = 3;
@@ -21,6 +21,7 @@ const REASONS = {
   zip_bomb: "The file expands to far more than it holds (refused as a decompression bomb).",
   unreadable: "The file could not be read.",
   empty: "The file has no text.",
+  duplicate: "The same content is already in this workspace under another name; that copy is kept.",
   unsupported_type: "This type of file is not supported.",
   symlink_loop: "A symbolic link loops.",
 };
@@ -34,8 +35,8 @@ function queueOf(workspace) {
 app.on("signout", () => queues.clear());
 
 function statusBadge(status) {
-  const kinds = { ready: "ok", failed: "danger", processing: "info pulse", pending: "pulse" };
-  const labels = { ready: "Ready", failed: "Failed", processing: "Processing", pending: "Queued" };
+  const kinds = { ready: "ok", failed: "danger", processing: "info pulse", pending: "pulse", skipped: "" };
+  const labels = { ready: "Ready", failed: "Failed", processing: "Processing", pending: "Queued", skipped: "Skipped" };
   return h("span", { class: ["badge", kinds[status] || ""] }, h("span", { class: "dot", "aria-hidden": "true" }), labels[status] || status);
 }
 
@@ -178,7 +179,7 @@ export async function render(container, { rest }) {
       else if (item.state === "uploading") detail = [spin(), h("span", {}, `Uploading… ${pct}%`)];
       else if (item.state === "processing") detail = [spin(), h("span", {}, item.doc && item.doc.status === "processing" ? "Processing: parsing, chunking, embedding…" : "Uploaded · queued for processing")];
       else if (item.state === "ready") detail = [icon("check", "sm"), h("span", {}, `Ready · ${item.doc.chunks} chunk${item.doc.chunks === 1 ? "" : "s"}${item.doc.pages ? ` · ${item.doc.pages} page${item.doc.pages === 1 ? "" : "s"}` : ""} · `, h("a", { href: `#/documents/${item.doc.id}` }, "Details"))];
-      else if (item.state === "duplicate") detail = [icon("info", "sm"), h("span", {}, "Already uploaded: the same content is in this workspace as ", h("a", { href: `#/documents/${item.doc.id}` }, `“${item.doc.title}”`), ` (added ${fmtDate(item.doc.createdAt)}). Not stored twice.`)];
+      else if (item.state === "duplicate") detail = [icon("info", "sm"), h("span", {}, "Already in this workspace: the same content is ", h("a", { href: `#/documents/${item.doc.id}` }, `“${item.doc.name}”`), ` (added ${fmtDate(item.doc.createdAt)}), which is kept. Not stored twice.`)];
       else detail = [icon("alert", "sm"), h("span", {}, item.error || "Failed.")];
       return h("li", { class: ["upload", item.state], dataset: { name: item.name, state: item.state } },
         h("span", { class: "name", title: item.name }, item.name),
@@ -212,7 +213,7 @@ export async function render(container, { rest }) {
       try {
         const doc = await api(`${base}/documents/${item.doc.id}`);
         item.doc = { ...item.doc, ...doc };
-        if (doc.status === "ready") { item.state = "ready"; announce(`${item.name} is ready`); } else if (doc.status === "failed") { item.state = "failed"; item.error = reasonText(doc); announce(`${item.name} failed`); }
+        if (doc.status === "ready") { item.state = "ready"; announce(`${item.name} is ready`); } else if (doc.status === "failed" || doc.status === "skipped") { item.state = "failed"; item.error = doc.status === "skipped" ? `Skipped: ${reasonText(doc)}` : reasonText(doc); announce(`${item.name} ${doc.status}`); }
       } catch (error) {
         if (error.status === 404) { item.state = "failed"; item.error = "The document was deleted."; }
       }
@@ -242,7 +243,7 @@ export async function render(container, { rest }) {
     sub.textContent = state.loading && !state.items.length ? " " : `${state.total.toLocaleString()} document${state.total === 1 ? "" : "s"}${filtering ? (state.total === 1 ? " matches the filters" : " match the filters") : ` in ${workspace}`}`;
     if (state.loading && !state.items.length) { clear(tableHost, loading("Loading documents…")); pager.replaceChildren(); return; }
     if (state.error) { clear(tableHost, errorNotice(state.error, () => load())); pager.replaceChildren(); return; }
-    const rows = state.items.filter((d) => !state.filter || `${d.title} ${d.sourceId}`.toLowerCase().includes(state.filter));
+    const rows = state.items.filter((d) => !state.filter || `${d.title} ${d.name}`.toLowerCase().includes(state.filter));
     if (!rows.length) {
       clear(tableHost, filtering
         ? emptyState({ iconName: "search", title: "No document matches", body: "Change or clear the filters.", action: h("button", { class: "btn", type: "button", on: { click: resetFilters } }, "Clear filters") })
@@ -251,18 +252,18 @@ export async function render(container, { rest }) {
       return;
     }
     const target = Number(currentRoute().rest[0]) || null;
-    clear(tableHost, h("div", { class: "table-wrap responsive" }, h("table", { class: "data", "aria-label": "Documents" },
+    clear(tableHost, h("div", { class: "table-wrap responsive docs-table" }, h("table", { class: "data", "aria-label": "Documents" },
       h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Name"), h("th", { scope: "col" }, "Type"), h("th", { scope: "col" }, "Status"),
         h("th", { scope: "col", class: "num" }, "Pages"), h("th", { scope: "col", class: "num" }, "Chunks"), h("th", { scope: "col", class: "num" }, "Size"),
         h("th", { scope: "col" }, "Added"), canWrite ? h("th", { scope: "col" }, h("span", { class: "sr-only" }, "Actions")) : null)),
       h("tbody", {}, rows.map((d) => h("tr", { class: d.id === target ? "highlight" : "", dataset: { id: String(d.id), status: d.status } },
-        h("td", { class: "primary-cell" }, h("div", { class: "cell-title" }, h("a", { href: `#/documents/${d.id}` }, d.title), h("small", {}, d.sourceId))),
+        h("td", { class: "primary-cell" }, h("div", { class: "cell-title" }, h("a", { href: `#/documents/${d.id}` }, d.title), h("small", {}, d.name))),
         h("td", { "data-label": "Type" }, h("span", { class: "badge" }, d.type)),
-        h("td", { "data-label": "Status" }, h("div", { class: "status-cell" }, statusBadge(d.status), d.status === "failed" ? h("span", { class: "why" }, reasonText(d)) : null)),
-        h("td", { class: "num", "data-label": "Pages" }, d.pages ?? "—"),
-        h("td", { class: "num", "data-label": "Chunks" }, d.status === "ready" ? String(d.chunks) : "—"),
-        h("td", { class: "num", "data-label": "Size" }, fmtBytes(d.size)),
-        h("td", { "data-label": "Added" }, timeEl(d.createdAt)),
+        h("td", { "data-label": "Status" }, h("div", { class: "status-cell" }, statusBadge(d.status), ["failed", "skipped"].includes(d.status) ? h("span", { class: "why", title: reasonText(d) }, reasonText(d)) : null)),
+        h("td", { class: "num pages-cell", "data-label": "Pages" }, d.pages ?? "—"),
+        h("td", { class: "num chunks-cell", "data-label": "Chunks" }, d.status === "ready" ? String(d.chunks) : "—"),
+        h("td", { class: "num nowrap size-cell", "data-label": "Size" }, fmtBytes(d.size)),
+        h("td", { class: "nowrap added-cell", "data-label": "Added" }, timeEl(d.createdAt)),
         canWrite ? h("td", { class: "actions" }, h("button", { class: "btn ghost small icon-only", type: "button", "aria-label": `Delete ${d.title}`, title: "Delete", on: { click: () => remove(d) } }, icon("trash", "sm"))) : null))))));
     const from = state.total ? state.offset + 1 : 0;
     const to = Math.min(state.offset + PAGE_SIZE, state.total);
