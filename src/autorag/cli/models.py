@@ -138,6 +138,7 @@ def add(
     api_key = _read_key() if api_key_stdin else None
     app = open_app(ctx)
     connections = _connections(app)
+    connections.check_new_name(name)
     models: tuple[str, ...] = ()
     if not no_test:
         result = connections.test(kind, url, api_key)

@@ -209,24 +209,27 @@ class Connections:
                 base_url=display_url((p.base_url or _default_url(p.kind)).rstrip("/")),
                 api_key_set=p.api_key is not None,
                 enabled=True,
-                local=p.local if p.local is not None else is_local_url(p.base_url or ""),
+                local=p.local
+                if p.local is not None
+                else is_local_url(p.base_url or _default_url(p.kind)),
                 source="settings",
             )
             for p in self.llm.providers
         ]
         return configured + [_connection(row) for row in store.list_all(self.engine)]
 
-    def get(self, name: str) -> Connection:
-        for connection in self.all():
-            if connection.name == name:
-                return connection
-        return _connection(store.get(self.engine, name))  # raises NotFound
+    def check_new_name(self, name: str) -> str:
+        """``name`` if a new connection may take it (before testing its server)."""
+        name = check_name(name, self.settings_names)
+        if any(row.name == name for row in store.list_all(self.engine)):
+            raise store.taken(name)
+        return name
 
     def add(
         self, name: str, kind: str, base_url: str, api_key: str | None = None, *,
         enabled: bool = True, by: str,
     ) -> Connection:  # fmt: skip
-        name = check_name(name, self.settings_names)
+        name = self.check_new_name(name)
         kind, base_url, api_key = check_kind(kind), check_url(base_url), check_key(api_key)
         sealed = self._seal(api_key, name)
         row = store.insert(

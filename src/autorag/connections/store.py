@@ -104,7 +104,7 @@ def insert(
             session.flush()
             return _out(row)
     except IntegrityError:
-        raise _taken(name) from None
+        raise taken(name) from None
 
 
 def update(engine: Engine, name: str, changes: Changes, *, by: str) -> StoredConnection:
@@ -135,5 +135,5 @@ def remove(engine: Engine, name: str) -> None:
             raise NotFound(f"no model connection named {name!r}", code="connection_not_found")
 
 
-def _taken(name: str) -> Conflict:
+def taken(name: str) -> Conflict:
     return Conflict(f"a model connection named {name!r} exists already", code="connection_exists")
