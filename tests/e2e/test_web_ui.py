@@ -225,7 +225,7 @@ def upload_documents(page: Any, documents: dict[str, Path], shots: Shots) -> Non
     expect(table.locator('tr[data-status="ready"]')).to_have_count(2)
     # The same file again: a duplicate, not a second document.
     page.locator("input[type=file]").set_input_files(str(documents["pdf"]))
-    expect(page.locator(".upload.duplicate")).to_contain_text("Already uploaded")
+    expect(page.locator(".upload.duplicate")).to_contain_text("Already in this workspace")
     # A type that is not accepted fails with its reason, the rest carries on.
     page.locator("input[type=file]").set_input_files(
         [{"name": "notes.exe", "mimeType": "application/octet-stream", "buffer": b"MZ"}]

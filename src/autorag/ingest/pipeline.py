@@ -52,6 +52,9 @@ class IngestItem:
     known_document_id: int | None = None
     # OCR is queued next for pages without text: a scan then waits as pending, not failed.
     ocr_follows: bool = False
+    # The name people know the file by, when ``path`` is not it (an upload is stored under
+    # its hash): reasons name this instead.
+    shown_name: str | None = None
 
 
 @dataclass(frozen=True)
@@ -83,6 +86,12 @@ def file_hash(path: Path) -> str:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
+
+
+def _shown(message: str, item: IngestItem) -> str:
+    if item.path is None or item.shown_name is None:
+        return message
+    return message.replace(item.path.name, item.shown_name)
 
 
 def embedding_text(title: str, chunk_text: str) -> str:
@@ -179,7 +188,7 @@ class Indexer:
             status: Literal["failed", "skipped"] = (
                 "skipped" if exc.reason in SKIPPED_REASONS else "failed"
             )
-            return self._unindexed(meta, status, exc.reason, exc.message)
+            return self._unindexed(meta, status, exc.reason, _shown(exc.message, item))
         except OSError as exc:
             return self._unindexed(meta, "failed", "unreadable", f"cannot read file: {exc}")
         meta = replace(

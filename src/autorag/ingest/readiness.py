@@ -109,11 +109,13 @@ def _judge(
         return "degraded", "the last refresh failed: see `autorag status` and run it again"
     unfinished = sum(report.documents.get(s, 0) for s in ("indexing", "deleting"))
     if unfinished:
-        return "degraded", f"{unfinished} documents are half-indexed: run `autorag refresh`"
+        half = _count(unfinished, "document is", "documents are")
+        return "degraded", f"{half} half-indexed: run `autorag refresh`"
     waiting = report.documents.get("pending", 0)
     if waiting:
         return "degraded", (
-            f"{waiting} documents wait for background jobs (uploads, OCR): `autorag serve` "
+            f"{_count(waiting, 'document waits', 'documents wait')} for background jobs "
+            "(uploads, OCR): `autorag serve` "
             "or `autorag worker` runs them, `autorag refresh --ocr-now` runs OCR at once"
         )
     other = _other_model(stored_models, model)
@@ -121,13 +123,18 @@ def _judge(
         return "degraded", other
     if report.vectors < report.chunks:
         return "degraded", (
-            f"{report.chunks - report.vectors} chunks have no vector: run `autorag reindex`"
+            f"{_count(report.chunks - report.vectors, 'chunk has', 'chunks have')} no vector: "
+            "run `autorag reindex`"
         )
     if report.failed:
-        count = len(report.failed)
-        files = "file" if count == 1 else "files"
-        return "degraded", f"{count} {files} failed to index (listed below)"
-    return "ready", f"{report.documents.get('ready', 0)} documents, {report.chunks} chunks indexed"
+        failed = _count(len(report.failed), "file", "files")
+        return "degraded", f"{failed} failed to index (listed below)"
+    ready = _count(report.documents.get("ready", 0), "document", "documents")
+    return "ready", f"{ready}, {_count(report.chunks, 'chunk', 'chunks')} indexed"
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n:,} {one if n == 1 else many}"
 
 
 def _other_model(stored_models: set[str], model: str) -> str:

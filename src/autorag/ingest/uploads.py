@@ -424,7 +424,13 @@ def process_upload(
     )
     path = stored_path(data_dir, workspace, document.content_hash, document.doc_type)
     outcomes: list[IngestOutcome] = []
-    indexer.index([IngestItem(meta, path=path, ocr_follows=ocr_follows)], outcomes.append)
+    item = IngestItem(
+        meta,
+        path=path,
+        ocr_follows=ocr_follows,
+        shown_name=duplicates.display_name(document.source_id),
+    )
+    indexer.index([item], outcomes.append)
     return outcomes[0] if outcomes else None
 
 

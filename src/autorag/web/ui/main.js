@@ -8,6 +8,7 @@ import { renderLogin, renderSetup } from "./auth.js";
 import { announce, clear, h, icon, modKey, toast } from "./dom.js";
 import { app, connectShell, currentRoute, navigate, refreshModels, setTitle, signOut } from "./state.js";
 import { themeToggle } from "./theme.js";
+import { detectP2P, p2pInMenu } from "./features.js";
 
 const root = document.getElementById("app");
 const WORKSPACE_KEY = "autorag.workspace";
@@ -18,7 +19,7 @@ const PAGES = {
   search: { title: "Search", icon: "search", load: () => import("./search.js") },
   settings: { title: "Settings", icon: "settings", load: () => import("./settings.js") },
   admin: { title: "Admin", icon: "users", load: () => import("./admin.js"), visible: () => app.can("users:admin") || app.can("dlp:admin") || app.can("keys:write") },
-  p2p: { title: "P2P", icon: "peers", load: () => import("./p2p.js"), visible: () => app.can("p2p:admin") || app.can("policy:write") },
+  p2p: { title: "P2P", icon: "peers", load: () => import("./p2p.js"), visible: p2pInMenu },
 };
 
 // -- routing ----------------------------------------------------------------------------------
@@ -108,6 +109,7 @@ async function loadIdentity() {
   app.workspaces = listed.workspaces.map((w) => w.name);
   const saved = localStorage.getItem(WORKSPACE_KEY);
   app.workspace = app.workspaces.includes(saved) ? saved : (app.workspaces.includes("default") ? "default" : app.workspaces[0] || null);
+  await detectP2P();
   refreshModels().catch(() => {});
 }
 

@@ -4,6 +4,7 @@
 import { h, icon, modKey, toast, uid } from "./dom.js";
 import { app, navigate, refreshModels, signOut } from "./state.js";
 import { setTheme, theme } from "./theme.js";
+import { p2pInMenu } from "./features.js";
 
 function modelItems(current, onPick) {
   const list = (app.models && app.models.models) || [];
@@ -35,7 +36,7 @@ function commandItems() {
   if (app.can("users:admin")) items.push(go("admin/users", "Users", "users", "admin roles"));
   if (app.can("keys:write")) items.push(go("admin/keys", "API keys", "key", "admin tokens"));
   if (app.can("dlp:admin")) items.push(go("admin/dlp", "DLP patterns", "shield", "redaction admin"));
-  if (app.can("p2p:admin") || app.can("policy:write")) items.push(go("p2p", "P2P: peers, policy, approvals", "peers", "simplex approvals"));
+  if (p2pInMenu()) items.push(go("p2p", "P2P: peers, policy, approvals", "peers", "simplex approvals"));
   items.push({ group: "Commands", id: "signout", label: "Sign out", icon: "logout", run: () => signOut({ kind: "ok", text: "You have signed out." }) });
   return items;
 }

@@ -25,12 +25,12 @@ export async function render(container, { query }) {
     h("details", { class: "filter-box", open: !window.matchMedia("(max-width: 760px)").matches }, h("summary", {}, "Filters"), h("div", { class: "stack" },
       h("div", { class: "field" }, h("span", { class: "label", id: "types-label" }, "Types"), h("div", { class: "type-chips", role: "group", "aria-labelledby": "types-label" }, typeBoxes)),
       h("div", { class: "grid-form" },
-        h("div", { class: "field" }, h("label", { for: "search-from" }, "From"), from),
-        h("div", { class: "field" }, h("label", { for: "search-to" }, "To"), to),
+        h("div", { class: "field" }, h("label", { for: "search-from" }, "Document date from"), from),
+        h("div", { class: "field" }, h("label", { for: "search-to" }, "Document date to"), to),
         h("div", { class: "field" }, h("label", { for: "search-mode" }, "Method"), mode),
         h("div", { class: "field" }, h("label", { for: "search-k" }, "Show"), k)),
       h("label", { class: "check" }, perDoc, h("span", {}, "One result per document")))),
-    h("div", { class: "row" }, h("span", { class: "hint spacer" }, "Dates filter on when documents were added. Clear a filter to widen the search."),
+    h("div", { class: "row" }, h("span", { class: "hint spacer" }, "A document's date is its own (from the file's properties), else when the file was last changed. Clear a filter to widen the search."),
       h("button", { class: "btn ghost small", type: "button", on: { click: reset } }, "Clear filters")));
 
   const phone = window.matchMedia("(max-width: 760px)");
@@ -84,7 +84,7 @@ export async function render(container, { query }) {
       return;
     }
     if (from.value && to.value && from.value > to.value) {
-      clear(results, errorNotice(new Error("“From” is after “To”.")));
+      clear(results, errorNotice(new Error("The first document date is after the second.")));
       return;
     }
     if (controller) controller.abort();
@@ -110,9 +110,12 @@ export async function render(container, { query }) {
   function paint(out, text) {
     const words = text.split(/\W+/).filter((w) => w.length > 2);
     const total = Object.values(out.timingsMs || {}).length ? Math.round(out.timingsMs.total ?? Object.values(out.timingsMs).reduce((a, b) => Math.max(a, b), 0)) : null;
-    const diagnostics = (out.diagnostics || []).map((d) => h("div", { class: ["notice", d.severity === "error" ? "error" : "warn"], role: "status" }, icon("alert"), h("div", { class: "notice-body" }, d.message)));
+    const outside = (out.diagnostics || []).find((d) => d.code === "outside_filters");
+    const diagnostics = (out.diagnostics || []).filter((d) => d !== outside).map((d) => h("div", { class: ["notice", d.severity === "error" ? "error" : "warn"], role: "status" }, icon("alert"), h("div", { class: "notice-body" }, d.message)));
     if (!out.hits.length) {
-      clear(results, diagnostics, emptyState({ iconName: "search", title: "No results", body: "Nothing matched. Try other words, fewer filters, or check on the Documents page that the documents are ready." }));
+      clear(results, diagnostics, outside
+        ? emptyState({ iconName: "search", title: "No results with these filters", body: `${outside.message[0].toUpperCase()}${outside.message.slice(1)}.`, action: h("button", { class: "btn", type: "button", on: { click: reset } }, "Clear filters") })
+        : emptyState({ iconName: "search", title: "No results", body: "Nothing matched. Try other words, fewer filters, or check on the Documents page that the documents are ready." }));
       return;
     }
     clear(results, diagnostics,
@@ -125,7 +128,7 @@ export async function render(container, { query }) {
           hit.page ? h("span", { class: "badge" }, `page ${hit.page}`) : null,
           hit.redacted ? h("span", { class: "badge warn", title: "Data-loss prevention redacted part of this snippet" }, icon("shield", "sm"), "redacted") : null),
         h("div", { class: "snippet" }, richSnippet(hit.snippet, words)),
-        h("div", { class: "hit-foot" }, legsBadges(hit.legs), h("span", {}, `score ${hit.score.toFixed(4)}`), h("span", { class: "mono truncate" }, hit.sourceId))))));
+        h("div", { class: "hit-foot" }, legsBadges(hit.legs), h("span", { class: "truncate", title: hit.name }, hit.name))))));
   }
 
   form.addEventListener("submit", (e) => { e.preventDefault(); run(); });

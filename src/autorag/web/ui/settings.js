@@ -6,6 +6,7 @@ import { api, ws } from "./api.js";
 import { canConnect, connectionsCard } from "./connections.js";
 import { clear, errorNotice, field, h, icon, inlineField, loading, setFieldError, toast } from "./dom.js";
 import { app, refreshModels, reloadWorkspaces } from "./state.js";
+import { modelWords, skillWords } from "./words.js";
 
 const CONSTRAINTS = [
   ["localLLMOnly", "Local models only", "Hosted models are refused; answers come from models on this machine or network."],
@@ -68,11 +69,11 @@ export async function render(container) {
   // -- agent --
   const skillBoxes = skills.map((s) => h("label", { class: "check" },
     h("input", { type: "checkbox", value: s.name, checked: agent.enabledSkills.includes(s.name), disabled: !canWrite }),
-    h("span", {}, h("strong", { class: "mono" }, s.name), h("span", { class: "hint" }, s.description))));
+    h("span", {}, h("strong", {}, skillWords(s.name, s.description).label), h("span", { class: "hint" }, skillWords(s.name, s.description).about))));
   const planMode = h("input", { type: "checkbox", checked: agent.planMode, disabled: !canWrite });
   const prompt = h("textarea", { class: "input", rows: 5, value: agent.systemPrompt || "", disabled: !canWrite, placeholder: "Empty: the built-in prompt. Placeholders: {workspace}, {date}, {skills}.", maxLength: 20000 });
   const defaultModel = h("select", { class: "input", disabled: !canWrite },
-    modelOptions(modelList, agent.defaultModel, `Installation default (${defaults.globalDefault || defaults.environment || "extractive"})`));
+    modelOptions(modelList, agent.defaultModel, `The default (${modelWords(defaults.globalDefault || defaults.environment)})`));
   const constraintBoxes = CONSTRAINTS.map(([key, label, hint]) => h("label", { class: "check" },
     h("input", { type: "checkbox", name: key, checked: Boolean(agent[key]), disabled: !canWrite }),
     h("span", {}, label, h("span", { class: "hint" }, hint))));
@@ -82,7 +83,7 @@ export async function render(container) {
     h("header", {}, h("h2", { id: "agent-title" }, "Agent"), h("p", {}, "How answers are made in this workspace.")),
     h("fieldset", { class: "skills" }, h("legend", {}, "Enabled skills"), skillBoxes.length ? skillBoxes : h("p", { class: "muted" }, "No skills are available.")),
     h("div", { class: "grid-form" },
-      field("Default model", defaultModel, { hint: "Used by chats that have not chosen a model." }),
+      field("Default model", defaultModel, { hint: "Used by chats that have not chosen a model.", className: "wide-field" }),
       h("div", { class: "field" }, h("label", { class: "switch" }, planMode, h("span", {}, "Plan first")), h("span", { class: "hint" }, "The agent writes a plan, shows it, then follows it."))),
     field("System prompt", prompt),
     h("fieldset", { class: "stack" }, h("legend", {}, "Constraints"), constraintBoxes),
@@ -140,13 +141,13 @@ export async function render(container) {
   const paintModels = () => {
     const m = app.models || { providers: [], models: [], defaults: {} };
     const canSetGlobal = app.can("workspaces:admin") && app.me.workspaces === null;
-    const globalSelect = h("select", { class: "input" }, modelOptions(m.models, m.defaults.globalDefault, `Not set (environment: ${m.defaults.environment})`));
+    const globalSelect = h("select", { class: "input" }, modelOptions(m.models, m.defaults.globalDefault, `None chosen (${modelWords(m.defaults.environment)})`));
     const globalSave = h("button", { class: "btn", type: "button" }, "Set default");
     globalSave.addEventListener("click", () => busy(globalSave, async () => {
       try {
         await api("/api/models/default", { method: "PUT", body: { model: globalSelect.value || null } });
         await refreshModels();
-        toast("Installation default saved.");
+        toast("Default model saved for every workspace.");
         paintModels();
       } catch (error) { toast(error.message, { kind: "error" }); }
     }));
@@ -165,7 +166,7 @@ export async function render(container) {
             model.capabilities.map((c) => h("span", { class: "badge info" }, c)), model.local ? null : h("span", { class: "badge warn" }, "hosted")),
           model.available === false && provider.error ? h("div", { class: "hint" }, provider.error) : null);
       })),
-      canSetGlobal ? inlineField("Installation default model", globalSelect, globalSave, { hint: "Under each chat's and workspace's own choice; for every workspace." }) : null);
+      canSetGlobal ? inlineField("Default model for every workspace", globalSelect, globalSave, { hint: "Under each chat's and workspace's own choice; for every workspace." }) : null);
   };
   if (app.can("chat:use")) paintModels();
 
