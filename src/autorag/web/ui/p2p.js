@@ -3,6 +3,7 @@
 
 import { api, ws } from "./api.js";
 import { announce, clear, confirmDialog, emptyState, errorNotice, field, h, icon, inlineField, loading, richSnippet, timeEl, toast } from "./dom.js";
+import { factValue } from "./words.js";
 import { app } from "./state.js";
 
 const LEVELS = [["share", "share — trusted peers may get it"], ["ask", "ask — each peer query waits for approval"], ["private", "private — never leaves this machine"]];
@@ -109,7 +110,7 @@ export async function render(container) {
       ? h("img", { class: "peer-avatar", src: profile.image, alt: "" }) : null;
     if (!entries.length && !image) return h("p", { class: "muted small" }, "No shared profile yet.");
     return h("div", { class: "row peer-profile" }, image,
-      h("dl", { class: "facts spacer" }, entries.map(([k, v]) => [h("dt", {}, PROFILE_LABELS[k] || k), h("dd", {}, Array.isArray(v) ? v.join(", ") : typeof v === "object" ? JSON.stringify(v) : String(v))])));
+      h("dl", { class: "facts spacer" }, entries.map(([k, v]) => [h("dt", {}, PROFILE_LABELS[k] || k), h("dd", {}, factValue(v))])));
   }
 
   // -- policy --

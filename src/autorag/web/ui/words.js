@@ -1,5 +1,7 @@
 // Words for people: what each skill is called and does, instead of the name and the
-// description written for the model; plurals; when-things-happened in the viewer's time.
+// description written for the model; the built-in model; moments in the viewer's time.
+
+import { fmtDate } from "./dom.js";
 
 const SKILLS = {
   rag_search: {
@@ -35,25 +37,15 @@ export function skillWords(name, description = "") {
   return SKILLS[name] || { label: humanize(name), doing: "Working…", about: description };
 }
 
-// "1 file", "3 files"; `many` when the plural is not just an added "s".
-export function plural(count, one, many = `${one}s`) {
-  return `${Number(count).toLocaleString()} ${count === 1 ? one : many}`;
-}
+const ISO_MOMENT = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/;
 
-// A moment in the viewer's own time zone, to the minute: "3 Dec 2026, 17:05".
-export function localMinute(value) {
-  if (!value) return "—";
-  const date = value instanceof Date ? value : new Date(value);
-  if (Number.isNaN(date.getTime())) return "—";
-  return date.toLocaleString(undefined, { year: "numeric", month: "short", day: "numeric", hour: "2-digit", minute: "2-digit" });
-}
-
-// A document's date (no time of day): "1 Mar 2025".
-export function localDay(value) {
-  if (!value) return "—";
-  const date = new Date(value);
-  if (Number.isNaN(date.getTime())) return "—";
-  return date.toLocaleDateString(undefined, { year: "numeric", month: "short", day: "numeric" });
+// A value shown as a fact: timestamps in the viewer's time (never raw ISO with
+// microseconds), lists joined, anything else as text.
+export function factValue(value) {
+  if (Array.isArray(value)) return value.join(", ");
+  if (value && typeof value === "object") return JSON.stringify(value);
+  const text = String(value);
+  return ISO_MOMENT.test(text) ? fmtDate(text) : text;
 }
 
 // A model as people know it: the built-in extractive answerer is no model at all.
