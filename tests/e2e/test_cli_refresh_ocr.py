@@ -6,7 +6,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.e2e.test_cli_ocr import AUTORAG, run, run_json
+from tests.cli import AUTORAG
+from tests.e2e.test_cli_ocr import run, run_json
 from tests.ocr_samples import image_bytes, mixed_pdf, needs_tesseract, page_image
 
 pytestmark = needs_tesseract
