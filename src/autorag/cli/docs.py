@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from autorag.cli._common import console, open_app, print_json
+from autorag.cli._common import console, local_time, open_app, plural, print_json
 from autorag.ingest.duplicates import display_name
 from autorag.sources import to_real_path
 from autorag.store.catalog.models import DocumentRow
@@ -84,7 +84,9 @@ def show(
     if as_json:
         print_json(data)
         return
-    for key, value in data.items():
+    shown = {**data, "date": local_time(document.doc_date)}
+    shown["indexed_at"] = local_time(document.indexed_at) or None
+    for key, value in shown.items():
         if key != "chunk_list" and value is not None:
             console.print(f"[bold]{key}[/bold]: {value}", highlight=False)
     for chunk in data.get("chunk_list", []):
@@ -101,4 +103,4 @@ def remove(
     context = open_app(ctx)
     documents = [context.catalog.get_document(context.info.id, ref) for ref in refs]
     context.indexer.remove([d.id for d in documents])
-    console.print(f"Removed {len(documents)} document(s).")
+    console.print(f"Removed {plural(len(documents), 'document')}.")

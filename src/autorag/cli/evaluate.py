@@ -170,9 +170,13 @@ def api(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Benchmark the search endpoint on a real server: overhead over the in-process search,
-    then throughput and latency under concurrent clients, closed-loop and at a fixed rate
-    (test-split queries)."""
+    """Benchmark the search endpoint of a real server.
+
+    The overhead over the in-process search, then throughput and latency under concurrent
+    clients, closed-loop and at a fixed rate (test-split queries).
+
+    Example: autorag eval api ../shared/data/scifact
+    """
     dataset = load_beir(directory, split="test")
     with Progress(console=console, disable=as_json) as progress:
         ingest = progress.add_task("indexing documents", total=len(dataset.corpus))
@@ -263,9 +267,13 @@ def chat(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Benchmark the agent chat with the extractive provider: orchestration overhead per
-    iteration in-process, then time to the first token through the SSE endpoint of a real
-    server (test-split questions, one at a time)."""
+    """Benchmark the agent chat with the extractive provider.
+
+    The orchestration overhead per iteration in-process, then the time to the first token
+    through the SSE endpoint of a real server (test-split questions, one at a time).
+
+    Example: autorag eval chat ../shared/data/scifact
+    """
     dataset = load_beir(directory, split="test")
     answers = 2 * min(queries, len(dataset.queries))
     with Progress(console=console, disable=as_json) as progress:

@@ -397,7 +397,7 @@ def _print_status(readiness: Readiness, roots: list[SourceRoot]) -> None:
 
 
 def reindex_command(ctx: typer.Context) -> None:
-    """Rebuild vectors and the full-text index from the catalog (e.g. after a model change)."""
+    """Rebuild vectors and the full-text index from the catalog, after a model change."""
     from autorag.ingest.minsync import refresh_lock
     from autorag.ingest.reindex import reindex
 

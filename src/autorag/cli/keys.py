@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
 
 from autorag.auth import service
-from autorag.cli._common import console, err_console, open_app, print_json
+from autorag.cli._common import console, err_console, local_time, open_app, print_json
 from autorag.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -64,8 +63,8 @@ def list_keys(
             key.name,
             key.username,
             ", ".join(key.workspaces) or "(all)",
-            _when(key.last_used_at),
-            _when(key.revoked_at),
+            local_time(key.last_used_at),
+            local_time(key.revoked_at),
         )
     console.print(table)
 
@@ -91,7 +90,3 @@ def _only_admin(catalog: Catalog) -> str:
     raise InvalidInput(
         f"there are {len(admins)} admins ({', '.join(sorted(admins))}): say which with --user NAME"
     )
-
-
-def _when(moment: datetime | None) -> str:
-    return moment.isoformat(timespec="minutes") if moment else ""

@@ -65,7 +65,7 @@ COMMANDS: dict[str, Entry] = {
     "reindex": Entry(
         "index",
         "register",
-        "Rebuild vectors and the full-text index from the catalog (e.g. after a model change).",
+        "Rebuild vectors and the full-text index from the catalog, after a model change.",
     ),
     "search": Entry(
         "search",
@@ -96,8 +96,7 @@ COMMANDS: dict[str, Entry] = {
     "migrate": Entry(
         "migrate",
         "register",
-        "Copy the catalog to an empty PostgreSQL database, rebuild the vectors there, and"
-        " check the copy (row counts, and sample searches that must find their documents).",
+        "Copy the catalog to an empty PostgreSQL database and check the copy.",
     ),
     "models": Entry(
         "models",

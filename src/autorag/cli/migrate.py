@@ -31,8 +31,11 @@ def migrate_command(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")] = False,
 ) -> None:
-    """Copy the catalog to an empty PostgreSQL database, rebuild the vectors there, and
-    check the copy (row counts, and sample searches that must find their documents)."""
+    """Copy the catalog to an empty PostgreSQL database and check the copy.
+
+    The vectors are rebuilt there; the check compares row counts and runs sample searches
+    that must find their documents.
+    """
     app = open_app(ctx)
     with Progress(
         TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from autorag.cli._common import console, open_app, print_json
+from autorag.cli._common import console, local_time, open_app, print_json
 from autorag.errors import InvalidInput
 from autorag.ocr import service, store
 
@@ -159,7 +159,7 @@ def _job_lines(job: store.OcrJob) -> list[tuple[str, str]]:
     if job.reason:
         lines.append(("reason", job.reason))
     if job.reviewed_by:
-        lines.append(("reviewed", f"by {job.reviewed_by} at {job.reviewed_at:%Y-%m-%d %H:%M}"))
+        lines.append(("reviewed", f"by {job.reviewed_by} at {local_time(job.reviewed_at)}"))
     return lines
 
 

@@ -11,7 +11,14 @@ from rich.table import Table
 from rich.text import Text
 
 from autorag.chat.service import ChatService
-from autorag.cli._common import console, current_workspace, err_console, open_app, print_json
+from autorag.cli._common import (
+    console,
+    current_workspace,
+    err_console,
+    local_time,
+    open_app,
+    print_json,
+)
 from autorag.context import AppContext
 from autorag.dlp.service import DlpService
 from autorag.errors import Unavailable
@@ -52,7 +59,7 @@ def list_peers(
     if rank is not None:
         table.add_column("score")
     for peer, score in scored:
-        synced = peer.profile_synced_at.isoformat() if peer.profile_synced_at else "never"
+        synced = local_time(peer.profile_synced_at) or "never"
         cells = [peer.name, str(peer.contact_id), peer.profile.display_name, peer.description]
         cells += [synced, *([f"{score:.2f}"] if score is not None else [])]
         # Text, not str: a peer chooses its display name, and markup in it must stay text.
@@ -130,7 +137,7 @@ def list_requests(
     for request, status in listed:
         sources = "\n".join(s.source for s in request.sources)
         cells = [request.id, request.peer, request.query, sources, status]
-        table.add_row(*map(Text, [*cells, f"{request.expires_at:%Y-%m-%d %H:%M}Z"]))
+        table.add_row(*map(Text, [*cells, local_time(request.expires_at)]))
     console.print(table)
 
 

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
-from autorag.cli._common import console, open_app, print_json
+from autorag.cli._common import console, local_time, open_app, print_json
 from autorag.context import open_policy
 from autorag.sources.policy import Explanation, PolicyStore, Rule
 
@@ -43,7 +43,7 @@ def list_rules(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     table = Table("glob", "level", "updated")
     for rule in rules:
         # Text, not a str: a glob's brackets are file name characters, not markup.
-        table.add_row(Text(rule.glob), rule.level, f"{rule.updated_at:%Y-%m-%d %H:%M}")
+        table.add_row(Text(rule.glob), rule.level, local_time(rule.updated_at))
     console.print(table)
 
 

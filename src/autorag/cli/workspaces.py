@@ -7,7 +7,7 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from autorag.cli._common import console, open_app, print_json
+from autorag.cli._common import console, local_time, open_app, print_json
 from autorag.ops import workspaces as ws
 
 app = typer.Typer(help="List, create, rename and remove workspaces.", no_args_is_help=True)
@@ -35,9 +35,7 @@ def list_workspaces(ctx: typer.Context, as_json: JsonFlag = False) -> None:
         return
     table = Table("name", "documents", "created")
     for summary in summaries:
-        table.add_row(
-            summary.info.name, str(summary.documents), f"{summary.created_at:%Y-%m-%d %H:%M}"
-        )
+        table.add_row(summary.info.name, str(summary.documents), local_time(summary.created_at))
     console.print(table)
 
 
