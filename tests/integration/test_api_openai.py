@@ -17,6 +17,7 @@ from autorag.api.app import create_app
 from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
+from autorag.llm.extractive import NO_ANSWER
 from autorag.ops.workspaces import create_workspace
 
 QUESTION = "How long is the refund window?"
@@ -215,6 +216,13 @@ def test_conversation_history_and_system_messages_are_used(clients: Clients) -> 
         ],
     )
     assert "Zephyr" in (completion.choices[0].message.content or "")
+
+
+def test_a_question_without_evidence_is_not_found_once(clients: Clients) -> None:
+    completion = clients.member.chat.completions.create(
+        model="default", messages=[{"role": "user", "content": "What's the weather in Paris?"}]
+    )
+    assert completion.choices[0].message.content == NO_ANSWER  # no quotes, no second note
 
 
 def test_a_workspace_outside_the_key_is_not_found(clients: Clients) -> None:
