@@ -78,7 +78,7 @@ def _hint_connect(found: Detected | None) -> None:
         highlight=False,
     )
     if found is not None and found.connected_as is None:
-        console.print(f"  An Ollama is running at {found.base_url}:", highlight=False)
+        console.print(f"  An Ollama is running at {found.base_url}:", highlight=False, markup=False)
         console.print(
             f"  autorag models add ollama --kind ollama --url {found.base_url}",
             highlight=False,
@@ -111,7 +111,10 @@ def default_model(
             ChatService.for_context(app).router.check_choice(model, local_only=False)
         set_value(engine, GLOBAL_DEFAULT_MODEL, None if unset else model)
     current = get_value(engine, GLOBAL_DEFAULT_MODEL)
-    console.print(f"global default: {current or '(none)'}; environment: {app.settings.llm.default}")
+    console.print(
+        f"global default: {current or '(none)'}; environment: {app.settings.llm.default}",
+        markup=False,
+    )
 
 
 @models_app.command("add")
@@ -147,7 +150,9 @@ def add(
         models = tuple(m.id for m in result.models)
     added = connections.add(name, kind, url, api_key, by=_who())
     label = KIND_LABELS.get(added.kind, added.kind)
-    console.print(f"Connected {added.name} ({label}, {added.base_url}).", highlight=False)
+    console.print(
+        f"Connected {added.name} ({label}, {added.base_url}).", highlight=False, markup=False
+    )
     if models:
         shown = ", ".join(models[:8]) + (", …" if len(models) > 8 else "")
         console.print(f"Models: {shown}", highlight=False, markup=False)
