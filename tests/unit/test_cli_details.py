@@ -41,14 +41,19 @@ def _run(
 ) -> tuple[int, list[str]]:
     """``autorag ARGS`` as the console script runs it: its exit code and stderr lines."""
     monkeypatch.setattr(sys, "argv", ["autorag", *args])
-    umask = os.umask(0o022)
-    try:
-        with pytest.raises(SystemExit) as exited:
-            run()
-    finally:
-        os.umask(umask)
+    with pytest.raises(SystemExit) as exited:
+        run()
     code = exited.value.code
     return code if isinstance(code, int) else 1, capsys.readouterr().err.splitlines()
+
+
+@pytest.fixture(autouse=True)
+def _umask_kept() -> Iterator[None]:
+    """``run()`` makes the process's files owner-only: other tests keep theirs."""
+    umask = os.umask(0o077)
+    os.umask(umask)
+    yield
+    os.umask(umask)
 
 
 @pytest.fixture
@@ -73,6 +78,17 @@ def test_a_usage_error_is_one_plain_line_and_a_hint(
     code, lines = _run(monkeypatch, capsys, "keys", "create")
     assert code == 2
     assert lines == ["error: missing argument 'name'.", "Try 'autorag keys create --help'."]
+
+
+def test_a_group_without_a_command_prints_its_help_and_nothing_else(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["autorag", "keys"])
+    with pytest.raises(SystemExit) as exited:
+        run()
+    printed = capsys.readouterr()
+    assert exited.value.code == 2 and printed.err == ""
+    assert "Create, list and revoke API keys." in printed.out
 
 
 @pytest.mark.parametrize(

@@ -96,9 +96,8 @@ def print_error(message: str) -> None:
 def print_usage_error(exc: typer.TyperException) -> None:
     """A usage error (a missing argument, a bad value) in one plain line, then where to
     read more: ``Try 'autorag search --help'.`` (Typer would draw a box under the usage)."""
-    if type(exc).__name__ == "NoArgsIsHelpError":  # a group given no command: its help
-        err_console.print(exc.format_message(), markup=False, highlight=False)
-        return
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a group given no command: the help
+        return  # is printed already
     message = exc.format_message()
     if type(exc) is typer.BadParameter:  # "--from: not a date", not "Invalid value for"
         param = exc.param_hint or (exc.param.get_error_hint() if exc.param else None)

@@ -49,7 +49,10 @@ def ask(
     date_to: ToOption = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Answer a question from the documents, with numbered \\[n] citations."""
+    """Answer a question from the documents, with numbered \\[n] citations.
+
+    Example: autorag ask "How long is the refund window?" --type pdf --json
+    """
     filters = cli_filters(doc_type, date_from, date_to)
     app = open_app(ctx)
     if k is not None:
