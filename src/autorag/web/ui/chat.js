@@ -8,7 +8,7 @@ import {
   h, icon, loading, modal, modKey, richSnippet, toast,
 } from "./dom.js";
 import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./state.js";
-import { legsBadges, renderAnswer } from "./render.js";
+import { legsBadges, passageText, renderAnswer } from "./render.js";
 import { skillWords } from "./words.js";
 
 const views = new Map(); // workspace -> ChatView (kept: a stream goes on while you look elsewhere)
@@ -112,6 +112,7 @@ export class AnswerView {
       this.paintSources();
       this.schedule();
     } else if (type === "done") {
+      if (typeof data.answer === "string") this.text = data.answer; // as stored: the same numbers
       this.finish(data);
     } else if (type === "error") {
       this.fail(new ApiError(data.status || 500, { detail: data.message, code: data.code }));
@@ -137,7 +138,8 @@ export class AnswerView {
   sourceLabel(n) {
     const source = this.sources.find((s) => s.number === n);
     if (!source) return `Source ${n}`;
-    return `Source ${n}: ${source.title || source.sourceId}${source.page ? `, page ${source.page}` : ""}`;
+    const where = sourceWhere(source, this.sources);
+    return `Source ${n}: ${source.title || source.sourceId}${where ? `, ${where}` : ""}`;
   }
 
   chip(n) {
@@ -150,19 +152,28 @@ export class AnswerView {
     return button;
   }
 
+  // The sources the answer cites (numbered in order of first use), then the others
+  // folded away under "More sources".
   paintSources() {
     if (!this.sources.length) { this.sourcesEl.hidden = true; return; }
     this.sourcesEl.hidden = false;
-    clear(this.sourcesEl, h("span", { class: "label" }, "Sources"),
-      this.sources.map((s) => {
-        const chip = h("button", { class: "source-chip", type: "button", "aria-label": this.sourceLabel(s.number), "aria-haspopup": "dialog", dataset: { n: String(s.number) } },
-          h("span", { class: "n" }, String(s.number)),
-          h("span", { class: "truncate" }, s.title || s.sourceId),
-          s.page ? h("span", { class: "muted" }, `p. ${s.page}`) : null,
-          s.peer ? h("span", { class: "badge" }, `via ${s.peer}`) : null);
-        chip.addEventListener("click", () => this.onCite && this.onCite(this, s.number, chip));
-        return chip;
-      }));
+    const cited = this.sources.filter((s) => s.cited !== false);
+    const more = this.sources.filter((s) => s.cited === false);
+    const chip = (s) => {
+      const where = sourceWhere(s, this.sources);
+      const button = h("button", { class: "source-chip", type: "button", "aria-label": this.sourceLabel(s.number), "aria-haspopup": "dialog", dataset: { n: String(s.number) } },
+        h("span", { class: "n" }, String(s.number)),
+        h("span", { class: "truncate" }, s.title || s.sourceId),
+        where ? h("span", { class: "muted truncate where" }, where) : null,
+        s.peer ? h("span", { class: "badge" }, `via ${s.peer}`) : null);
+      button.addEventListener("click", () => this.onCite && this.onCite(this, s.number, button));
+      return button;
+    };
+    clear(this.sourcesEl,
+      cited.length ? [h("span", { class: "label" }, "Sources"), cited.map(chip)] : null,
+      more.length ? h("details", { class: "more-sources" },
+        h("summary", {}, `More sources (${more.length})`),
+        h("div", { class: "sources-row" }, more.map(chip))) : null);
   }
 
   finish(done) {
@@ -853,17 +864,19 @@ class ChatView {
       clear(this.panelBody, emptyState({ iconName: "file", title: view.streaming ? "Sources are on their way" : "Source not sent", body: view.streaming ? "The sources arrive when the answer is complete." : `The answer cites [${n}], but no such source came with it.` }));
       return;
     }
+    const passage = source.chunkId > 0 ? `?chunk=${source.chunkId}` : "";
     const documentLink = source.documentId > 0 && !source.peer
-      ? h("a", { class: "btn small", href: `#/documents/${source.documentId}` }, icon("file", "sm"), "Open document") : null;
+      ? h("a", { class: "btn small", href: `#/documents/${source.documentId}${passage}` }, icon("file", "sm"), "Open document") : null;
     clear(this.panelBody,
       h("div", { class: "doc-title" }, source.title || source.sourceId),
       h("dl", { class: "facts" },
         h("dt", {}, "Document"), h("dd", {}, source.title || "—"),
+        source.section ? [h("dt", {}, "Section"), h("dd", {}, source.section)] : null,
         h("dt", {}, "Page"), h("dd", {}, source.page ? String(source.page) : "—"),
         h("dt", {}, "Found by"), h("dd", {}, legsBadges(source.match)),
         source.peer ? [h("dt", {}, "Peer"), h("dd", {}, source.peer)] : null,
         h("dt", {}, "Source"), h("dd", { class: "mono small" }, source.source || source.sourceId)),
-      h("blockquote", { class: "snippet", "aria-label": "Passage" }, richSnippet(source.snippet || "")),
+      h("blockquote", { class: "snippet", "aria-label": "Passage" }, richSnippet(passageText(source.snippet))),
       h("div", { class: "btn-row" }, documentLink,
         h("button", { class: "btn small", type: "button", on: { click: async () => { await copyText(source.snippet); toast("Passage copied."); } } }, icon("copy", "sm"), "Copy passage")));
   }
@@ -994,8 +1007,19 @@ function compareColumn(label) {
 
 function paintCompareSources(list, sources) {
   clear(list, sources.map((s) => h("details", { class: "src", dataset: { n: String(s.number) } },
-    h("summary", {}, h("span", { class: "badge info" }, String(s.number)), " ", s.title || s.sourceId, s.page ? ` · p. ${s.page}` : ""),
-    h("blockquote", { class: "snippet" }, richSnippet(s.snippet || "")))));
+    h("summary", {}, h("span", { class: "badge info" }, String(s.number)), " ", s.title || s.sourceId, sourceWhere(s, sources) ? ` · ${sourceWhere(s, sources)}` : ""),
+    h("blockquote", { class: "snippet" }, richSnippet(passageText(s.snippet))))));
+}
+
+/** Where in its document a source is: its section and/or page; with the paragraph too
+ *  when another source of the same document would read the same. */
+function sourceWhere(source, sources) {
+  const parts = [];
+  if (source.section) parts.push(source.section);
+  if (source.page) parts.push(`p. ${source.page}`);
+  const twins = sources.filter((s) => s.documentId === source.documentId && s.section === source.section && s.page === source.page);
+  if (twins.length > 1) parts.push(`¶ ${source.paragraph + 1}`);
+  return parts.join(" · ");
 }
 
 function revealSource(col, n) {

@@ -1,10 +1,12 @@
 // Documents: drag-and-drop upload of many files with per-file progress and live status,
-// the workspace's documents with filters, failures with their reasons, and delete.
+// the workspace's documents with filters, failures with their reasons, and delete; one
+// document read page by page, the cited passage highlighted, and its file downloaded.
 
-import { api, uploadFile, ws } from "./api.js";
+import { api, ApiError, session, uploadFile, ws } from "./api.js";
 import {
   announce, clear, confirmDialog, emptyState, errorNotice, fmtBytes, fmtDate, h, icon, loading, modal, timeEl, toast,
 } from "./dom.js";
+import { renderDocumentText } from "./render.js";
 import { app, currentRoute, setHashQuietly } from "./state.js";
 
 const TYPES = ["pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"];
@@ -44,7 +46,7 @@ function reasonText(doc) {
   return doc.message || REASONS[doc.reason] || doc.reason || "Processing failed.";
 }
 
-export async function render(container, { rest }) {
+export async function render(container, { rest, query }) {
   const workspace = app.workspace;
   const base = ws(workspace);
   const canWrite = app.can("documents:write");
@@ -293,32 +295,36 @@ export async function render(container, { rest }) {
     }
   }
 
-  // -- one document (#/documents/ID) --
+  // -- one document (#/documents/ID, ?chunk=C: a cited passage) --
   let detail = null;
-  async function showDetail(id) {
+  async function showDetail(id, chunk = null) {
     if (detail) { detail.close(); detail = null; }
     if (!id) return;
     const body = h("div", { class: "stack" }, loading());
     const closeButton = h("button", { class: "btn", type: "button", on: { click: () => detail && detail.close() } }, "Close");
     const deleteButton = canWrite ? h("button", { class: "btn danger", type: "button", disabled: true }, icon("trash", "sm"), "Delete") : null;
-    detail = modal({ title: "Document", body, foot: [deleteButton, h("span", { class: "spacer" }), closeButton], onClose: () => { detail = null; if (currentRoute().page === "documents" && currentRoute().rest.length) setHashQuietly("#/documents"); } });
+    detail = modal({ title: "Document", body, foot: [deleteButton, h("span", { class: "spacer" }), closeButton], className: "reader", onClose: () => { detail = null; if (currentRoute().page === "documents" && currentRoute().rest.length) setHashQuietly("#/documents"); } });
     try {
       const d = await api(`${base}/documents/${id}`);
       detail.querySelector("h2").textContent = d.title;
+      const downloadButton = h("button", { class: "btn small", type: "button" }, icon("download", "sm"), "Download");
+      downloadButton.addEventListener("click", () => download(d, downloadButton));
       clear(body,
-        h("div", { class: "row" }, statusBadge(d.status), h("span", { class: "badge" }, d.type), h("span", { class: "badge" }, d.origin)),
+        h("div", { class: "row" }, statusBadge(d.status), h("span", { class: "badge" }, d.type), h("span", { class: "badge" }, d.origin),
+          h("span", { class: "spacer" }), downloadButton,
+          h("a", { class: "btn small ghost", href: `#/search?q=${encodeURIComponent(d.title)}` }, icon("search", "sm"), "Search for it")),
         d.status === "failed" ? h("div", { class: "notice error", role: "alert" }, icon("alert"), h("div", { class: "notice-body" }, h("strong", {}, d.reason || "failed"), ": ", reasonText(d))) : null,
-        h("dl", { class: "facts" },
-          h("dt", {}, "Source"), h("dd", { class: "mono small" }, d.name),
-          h("dt", {}, "Pages"), h("dd", {}, d.pages ?? "—"),
-          h("dt", {}, "Chunks"), h("dd", {}, String(d.chunks)),
-          h("dt", {}, "Size"), h("dd", {}, fmtBytes(d.size)),
-          h("dt", {}, "Added"), h("dd", {}, fmtDate(d.createdAt)),
-          h("dt", {}, "Document date"), h("dd", {}, fmtDate(d.documentDate)),
-          h("dt", {}, "Indexed"), h("dd", {}, fmtDate(d.indexedAt)),
-          h("dt", {}, "Id"), h("dd", {}, String(d.id))),
-        h("div", { class: "btn-row" },
-          h("a", { class: "btn small", href: `#/search?q=${encodeURIComponent(d.title)}` }, icon("search", "sm"), "Search for it")));
+        reader(d, chunk),
+        h("details", { class: "doc-facts" }, h("summary", {}, "Details"),
+          h("dl", { class: "facts" },
+            h("dt", {}, "Source"), h("dd", { class: "mono small" }, d.name),
+            h("dt", {}, "Pages"), h("dd", {}, d.pages ?? "—"),
+            h("dt", {}, "Chunks"), h("dd", {}, String(d.chunks)),
+            h("dt", {}, "Size"), h("dd", {}, fmtBytes(d.size)),
+            h("dt", {}, "Added"), h("dd", {}, fmtDate(d.createdAt)),
+            h("dt", {}, "Document date"), h("dd", {}, fmtDate(d.documentDate)),
+            h("dt", {}, "Indexed"), h("dd", {}, fmtDate(d.indexedAt)),
+            h("dt", {}, "Id"), h("dd", {}, String(d.id)))));
       if (deleteButton) {
         deleteButton.disabled = false;
         deleteButton.addEventListener("click", () => remove(d, () => detail && detail.close()));
@@ -328,18 +334,97 @@ export async function render(container, { rest }) {
     }
   }
 
+  // The text, a page (or part) at a time, with the cited passage marked and in view.
+  function reader(d, chunk) {
+    const textEl = h("div", { class: "doc-text", tabindex: "0", "aria-label": "Document text" }, loading("Loading the text…"));
+    const picker = h("select", { class: "input", "aria-label": "Page" });
+    const prev = h("button", { class: "btn small", type: "button" }, "Previous");
+    const next = h("button", { class: "btn small", type: "button" }, "Next");
+    const where = h("span", { class: "muted small", "aria-live": "polite" });
+    const nav = h("nav", { class: "pager doc-pager", "aria-label": "Pages of the document", hidden: true }, prev, picker, next, where);
+    const note = h("div");
+    let shown = null;
+    picker.addEventListener("change", () => show(Number(picker.value)));
+    prev.addEventListener("click", () => shown && show(shown.page - 1));
+    next.addEventListener("click", () => shown && show(shown.page + 1));
+
+    async function show(page) {
+      try {
+        const t = await api(`${base}/documents/${d.id}/text`, { query: { page, chunk } });
+        paint(t);
+      } catch (error) {
+        clear(textEl, errorNotice(error, () => show(page)));
+      }
+    }
+
+    function paint(t) {
+      shown = t;
+      if (!t.pageCount) {
+        nav.hidden = true;
+        clear(textEl, emptyState({ iconName: "file", title: "No text to show", body: d.status === "ready" ? "No text was found in this document." : "The text is shown once the document is processed." }));
+        return;
+      }
+      const kind = t.paged ? (d.type === "pptx" ? "Slide" : "Page") : "Part";
+      nav.hidden = t.pageCount < 2;
+      picker.setAttribute("aria-label", kind);
+      if (picker.options.length !== t.pageCount) {
+        clear(picker, Array.from({ length: t.pageCount }, (_, i) => h("option", { value: String(i + 1) }, `${kind} ${i + 1} of ${t.pageCount}`)));
+      }
+      picker.value = String(t.page);
+      prev.disabled = t.page <= 1;
+      next.disabled = t.page >= t.pageCount;
+      where.textContent = t.highlight ? "The cited passage is marked." : "";
+      clear(note, t.redacted ? h("div", { class: "notice warn" }, icon("shield"), h("div", { class: "notice-body" }, "Data-loss prevention replaced part of this page with [REDACTED].")) : null);
+      if (!t.text.trim()) { clear(textEl, h("p", { class: "muted" }, `No text on this ${kind.toLowerCase()}.`)); return; }
+      const cited = renderDocumentText(textEl, t.text, t.highlight);
+      if (cited) {
+        cited.id = "cited-passage";
+        requestAnimationFrame(() => cited.scrollIntoView({ block: "center" }));
+      } else textEl.scrollTop = 0;
+    }
+
+    show(undefined);
+    return h("section", { class: "stack doc-reader", "aria-label": "Text" }, nav, note, textEl);
+  }
+
+  // The original file: fetched with the session (a plain link would carry none) and
+  // saved under its own name; never opened in the page.
+  async function download(d, button) {
+    button.disabled = true;
+    try {
+      const current = session();
+      const response = await fetch(`${base}/documents/${d.id}/file`, { headers: current ? { Authorization: `Bearer ${current.token}` } : {} });
+      if (!response.ok) {
+        let problem = {};
+        try { problem = await response.json(); } catch { /* not JSON */ }
+        throw new ApiError(response.status, problem);
+      }
+      const blob = await response.blob();
+      const url = URL.createObjectURL(blob);
+      const link = h("a", { href: url, download: fileName(response.headers.get("content-disposition")) || d.title, class: "sr-only" });
+      document.body.append(link);
+      link.click();
+      link.remove();
+      setTimeout(() => URL.revokeObjectURL(url), 60_000);
+    } catch (error) {
+      toast(error.message, { kind: "error" });
+    } finally {
+      button.disabled = false;
+    }
+  }
+
   paintUploads();
   await load();
   if (queue.items.length) pump();
   const initial = Number(rest[0]) || null;
-  if (initial) showDetail(initial);
+  if (initial) showDetail(initial, passageOf(query));
 
   return {
     title: "Documents",
-    update: ({ rest: next }) => {
+    update: ({ rest: next, query: nextQuery }) => {
       const id = Number(next[0]) || null;
       paintTable();
-      if (id) showDetail(id);
+      if (id) showDetail(id, passageOf(nextQuery));
       else if (detail) detail.close();
     },
     cleanup: () => {
@@ -351,3 +436,17 @@ export async function render(container, { rest }) {
   };
 }
 
+/** The passage to highlight, from ``?chunk=`` in the address. */
+function passageOf(query) {
+  const chunk = Number(query && query.get("chunk"));
+  return Number.isInteger(chunk) && chunk > 0 ? chunk : null;
+}
+
+/** The file name a Content-Disposition header gives (``filename*`` first). */
+function fileName(header) {
+  if (!header) return null;
+  const exact = /filename\*=UTF-8''([^;]+)/i.exec(header);
+  if (exact) { try { return decodeURIComponent(exact[1]); } catch { /* fall back */ } }
+  const plain = /filename="([^"]*)"/i.exec(header);
+  return plain ? plain[1] : null;
+}
