@@ -83,7 +83,7 @@ export async function firstRunModelStep(container) {
     const slot = h("div", { class: "stack", "aria-live": "polite" },
       h("p", { class: "muted" }, h("span", { class: "spinner", "aria-hidden": "true" }), " Looking for a model server on this machine…"));
     const skip = h("button", { class: "btn", type: "button", on: { click: () => resolve() } }, "Continue without one");
-    const later = h("a", { class: "btn", href: "/#/settings" }, "Connect another server");
+    const later = h("a", { class: "btn", href: "/#/settings" }, "Connect a server by its address");
     clear(container, h("section", { class: "stack", "aria-labelledby": "first-model-title" },
       h("h2", { id: "first-model-title" }, "Connect a model"),
       h("p", { class: "muted" }, "A language model writes the answers: connect Ollama or an OpenAI-compatible server. Without one, the built-in extractive model quotes the passages that match best."),
