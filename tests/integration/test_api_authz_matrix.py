@@ -546,6 +546,17 @@ def _document_check(cell: Cell, response: httpx.Response) -> None:
     assert response.json()["id"] == cell.world.docs[cell.target_workspace]
 
 
+def _text_check(cell: Cell, response: httpx.Response) -> None:
+    page = response.json()
+    assert page["documentId"] == cell.world.docs[cell.target_workspace]
+    assert page["pageCount"] == 1 and SHARED_WORD in page["text"]
+
+
+def _file_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.headers["content-disposition"].startswith('attachment; filename="notes.txt"')
+    assert SHARED_WORD.encode() in response.content
+
+
 def _doomed_document(cell: Cell) -> Params:
     """A fresh document for one who may delete it; the fixture documents otherwise."""
     if not cell.succeeds:
@@ -1571,6 +1582,26 @@ ENDPOINTS = [
         takes_id=True,
         send=_document,
         check=_document_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/documents/{document_id}/text",
+        "documents:read",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_document,
+        check=_text_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/documents/{document_id}/file",
+        "documents:read",
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_document,
+        check=_file_check,
     ),
     Endpoint(
         "DELETE",
