@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 
 from autorag.agent.events import AgentEvent, Emit, PlanEvent, StatusEvent, TokenEvent
-from autorag.chat.service import LOCAL_USER, ChatOutcome, ChatService, ChatTurn
+from autorag.chat.service import LOCAL_USER, ChatOutcome, ChatService, ChatTurn, PreparedAnswer
 from autorag.chat.store import get_chat
 from autorag.cli._common import console, err_console, open_app, print_json
 from autorag.cli.search import FromOption, JsonFlag, ToOption, TypeOption, cli_filters
@@ -58,7 +58,8 @@ def ask(
     if k is not None:
         app.settings.agent.search_k = k
     turn = ChatTurn(question, model=model, filters=filters, plan_mode=plan or None, store=False)
-    outcome = _answer(ChatService.for_context(app), app, turn, live=not as_json)
+    prepared = ChatService.for_context(app).prepare(app, turn, user=LOCAL_USER)
+    outcome = _answer(prepared, live=not as_json)
     if outcome is None:
         raise typer.Exit(130)  # stopped with Ctrl+C before the answer could end
     if as_json:
@@ -139,9 +140,9 @@ class _Session:
 
     def _ask(self, question: str) -> None:
         turn = ChatTurn(question, self.chat_id, self.model)
-        outcome = _answer(self.service, self.app, turn, live=True)
-        if outcome is not None:
-            self.chat_id = outcome.chat_id
+        prepared = self.service.prepare(self.app, turn, user=LOCAL_USER)
+        self.chat_id = prepared.chat_id  # the conversation goes on even if this is stopped
+        _answer(prepared, live=True)
 
     def _command(self, word: str, argument: str) -> None:
         if word == "/model":
@@ -195,16 +196,13 @@ def _say_stopped() -> None:
     console.print("\n(Stopped)", style="dim", highlight=False)
 
 
-def _answer(
-    service: ChatService, app: AppContext, turn: ChatTurn, *, live: bool
-) -> ChatOutcome | None:
+def _answer(prepared: PreparedAnswer, *, live: bool) -> ChatOutcome | None:
     """Answer in a thread, so that Ctrl+C stops the answer instead of the program.
 
     The first Ctrl+C asks the answer to stop and waits for it (a token at most, while
     the model streams); a second one leaves it to end on its own. None: stopped before
     there was an outcome.
     """
-    prepared = service.prepare(app, turn, user=LOCAL_USER)
     cancel, done = threading.Event(), threading.Event()
     box: dict[str, Any] = {}
 
