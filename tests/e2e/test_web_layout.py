@@ -86,6 +86,7 @@ def server(
         for name, content in FILES.items():
             sent = client.post("/api/workspaces/default/documents", files={"file": (name, content)})
             assert sent.status_code == 202, sent.text
+    _wait_processed(running, workspace[1])
     yield running
     running.stop()
 
@@ -126,7 +127,6 @@ def _shot(page: Any, name: str) -> None:
 
 
 def test_layout_and_words(server: Server, workspace: tuple[Workspace, str]) -> None:
-    _wait_processed(server, workspace[1])
     with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
@@ -187,6 +187,11 @@ def search_words_and_dates(page: Any) -> None:
     expect(hits.first.locator(".hit-foot")).not_to_contain_text("score")
     assert not page.evaluate(CUT_SELECTS)
     _shot(page, "search-1280")
+    page.set_viewport_size(PHONE)
+    page.get_by_text("Filters", exact=True).click()  # folded on a phone
+    expect(page.get_by_label("Method")).to_be_visible()
+    assert not page.evaluate(CUT_SELECTS)
+    page.set_viewport_size(DESKTOP)
     page.get_by_label("Document date from").fill("2030-01-01")
     page.get_by_label("Document date from").dispatch_event("change")
     expect(page.get_by_text("No results with these filters")).to_be_visible()
@@ -203,6 +208,11 @@ def settings_words(page: Any) -> None:
     expect(page.locator("body")).not_to_contain_text("environment:")
     _shot(page, "settings-1280")
     assert not page.evaluate(CUT_SELECTS)
+    page.set_viewport_size(PHONE)
+    expect(skills).to_be_visible()
+    _shot(page, "settings-375")
+    assert not page.evaluate(CUT_SELECTS)
+    page.set_viewport_size(DESKTOP)
 
 
 def empty_chat_on_a_phone(page: Any) -> None:
