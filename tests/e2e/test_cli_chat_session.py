@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from autorag.workspace import init_workspace
-from tests.doubles import ScriptedOpenAI, Text, Turn
+from tests.doubles import Error, ScriptedOpenAI, Text, Turn
 from tests.doubles.script import message_text
 
 AUTORAG = [sys.executable, "-m", "autorag"]
@@ -35,6 +35,8 @@ def _turn(request: dict[str, Any]) -> Turn:
     question = message_text(request["messages"][-1].get("content"))
     if "slowly" in question:
         return SLOW_ANSWER
+    if "broken" in question:
+        return Error(status=500, message="the model server fell over")
     return Text("Refunds are accepted within thirty days.")
 
 
@@ -90,7 +92,7 @@ def terminal(tmp_path: Path, model: ScriptedOpenAI) -> Iterator[Terminal]:
     workspace = init_workspace(tmp_path / "kb")
     provider = {"name": "scripted", "kind": "openai", "base_url": model.base_url,
                 "models": ["story-model"], "default_model": "story-model"}  # fmt: skip
-    llm = {"default": "scripted", "providers": [provider]}
+    llm = {"default": "scripted", "providers": [provider], "fallback": False}
     workspace.write_config({"workspace": "default", "search_paths": [], "llm": llm})
     env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb", "COLUMNS": "100"}
     running = Terminal([*AUTORAG, "-w", str(workspace.root), "chat"], env)
@@ -121,6 +123,10 @@ def test_a_session_survives_mistakes_and_a_stopped_answer(
     terminal.process.send_signal(signal.SIGINT)
     stopped = terminal.expect(PROMPT)
     assert "(Stopped)" in stopped and "Traceback" not in stopped
+
+    terminal.send("Is the broken model still there?\n")
+    failed = terminal.expect(PROMPT)
+    assert "error:" in failed and "Traceback" not in failed
 
     terminal.send("How long is the refund window?\n")
     assert "thirty days" in terminal.expect(PROMPT)
