@@ -169,8 +169,7 @@ class _Answer:
         self.model = str(request.get("model", ""))
 
     async def lines(self, reply: Reply) -> AsyncIterator[bytes]:
-        for token in split_tokens(reply.text):
-            await self.server.pause(reply.delay_s)
+        async for token in self.server.text_tokens(reply):
             yield _line(self._message(token))
         if reply.calls:
             await self.server.pause(reply.delay_s)

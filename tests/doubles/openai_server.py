@@ -156,8 +156,7 @@ class _Completion:
         # OpenAI opens with the role; content is "" before text, null before only calls.
         content = None if calls and not reply.text else ""
         yield self._event(self._chunk({"role": "assistant", "content": content, "refusal": None}))
-        for token in split_tokens(reply.text):
-            await self.server.pause(reply.delay_s)
+        async for token in self.server.text_tokens(reply):
             yield self._event(self._chunk({"content": token}))
         for index, (call_id, call, arguments) in enumerate(calls):
             await self.server.pause(reply.delay_s)

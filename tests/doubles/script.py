@@ -206,6 +206,9 @@ class ScriptedServer(ABC):
         self._lock = threading.Lock()
         self._made_up_ids = 0
         self._stopping = threading.Event()
+        self._hold_at = ""  # see hold_next_at()
+        self.holding = threading.Event()
+        self._released = threading.Event()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
         self._socket: socket.socket | None = None
@@ -228,6 +231,9 @@ class ScriptedServer(ABC):
             self.requests.clear()
             self.log.clear()
             self.disconnects = 0
+            self._hold_at = ""
+            self.holding.clear()
+            self._released.clear()
         return self
 
     def push(self, *turns: Turn) -> None:
@@ -320,6 +326,32 @@ class ScriptedServer(ABC):
             first = self._made_up_ids
             self._made_up_ids += count
             return first
+
+    def hold_next_at(self, text: str) -> None:
+        """The next answer that streams ``text`` stops right after it until ``release()``:
+        a test reads a half-streamed answer without racing the clock."""
+        self._released.clear()
+        self.holding.clear()
+        self._hold_at = text
+
+    def release(self) -> None:
+        """Let the held stream go on."""
+        self._hold_at = ""
+        self._released.set()
+
+    async def text_tokens(self, reply: Reply) -> AsyncIterator[str]:
+        """``reply.text`` token by token, each after ``delay_s``; held where
+        ``hold_next_at`` says until ``release()`` (or the server stops)."""
+        sent = ""
+        for token in split_tokens(reply.text):
+            await self.pause(reply.delay_s)
+            yield token
+            before, sent = sent, sent + token
+            hold = self._hold_at
+            if hold and hold in sent and hold not in before:
+                self.holding.set()
+                while not (self._released.is_set() or self._stopping.is_set()):
+                    await asyncio.sleep(0.02)
 
     async def pause(self, seconds: float) -> None:
         """Sleep, cut short when the server stops."""
