@@ -71,6 +71,12 @@ def test_help_shows_flags_without_a_value(args: list[str]) -> None:
         assert re.search(r"--json\s+Print machine-readable JSON", shown.output)
 
 
+def test_help_shows_one_value_for_a_repeatable_option() -> None:
+    shown = CliRunner().invoke(app, ["keys", "create", "--help"], env={"COLUMNS": "200"})
+    assert re.search(r"--workspace\s+<str>\s+Limit the key", shown.output), shown.output
+    assert "<list[" not in shown.output
+
+
 # -- usage errors ----------------------------------------------------------------------------
 def test_a_usage_error_is_one_plain_line_and_a_hint(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

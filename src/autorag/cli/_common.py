@@ -23,14 +23,21 @@ err_console = Console(stderr=True, soft_wrap=True)
 _option_type = typer.core.TyperOption.display_type_rich
 
 
-def _flag_type(option: typer.core.TyperOption, ctx: Any) -> str | None:
-    """A flag takes no value, so help names none: ``--json``, not ``--json <bool>``."""
-    return None if option.is_flag else _option_type(option, ctx)
+def _value_type(option: typer.core.TyperOption, ctx: Any) -> str | None:
+    """What an option takes, as help shows it: a flag takes nothing (``--json``, not
+    ``--json <bool>``), a repeatable option one value each time (``<str>``, not
+    ``<list[str]>``)."""
+    if option.is_flag:
+        return None
+    shown = _option_type(option, ctx)
+    if shown and shown.startswith("<list[") and shown.endswith("]>"):
+        return f"<{shown[len('<list[') : -len(']>')]}>"
+    return shown
 
 
 # Typer's help shows a value type after every option, flags included: the one place
 # where its look is corrected, for every command.
-typer.core.TyperOption.display_type_rich = _flag_type  # type: ignore[method-assign,assignment]
+typer.core.TyperOption.display_type_rich = _value_type  # type: ignore[method-assign,assignment]
 
 
 @dataclasses.dataclass
