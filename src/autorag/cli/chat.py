@@ -60,10 +60,10 @@ def ask(
     turn = ChatTurn(question, model=model, filters=filters, plan_mode=plan or None, store=False)
     prepared = ChatService.for_context(app).prepare(app, turn, user=LOCAL_USER)
     outcome = _answer(prepared, live=not as_json)
-    if outcome is None:
-        raise typer.Exit(130)  # stopped with Ctrl+C before the answer could end
-    if as_json:
-        print_json(_outcome_json(outcome))
+    if outcome is not None and as_json:
+        print_json(_outcome_json(outcome))  # a stopped answer too: abortReason "aborted"
+    if outcome is None or outcome.result.abort_reason == "aborted":
+        raise typer.Exit(130)  # stopped with Ctrl+C, as a shell expects
 
 
 def chat(
