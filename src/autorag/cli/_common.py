@@ -100,6 +100,11 @@ def print_error(message: str) -> None:
     err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
 
 
+def _lower(text: str) -> str:
+    """``Missing argument`` as ``missing argument``; ``ISO`` stays ``ISO``."""
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
+
+
 def print_usage_error(exc: typer.TyperException) -> None:
     """A usage error (a missing argument, a bad value) in one plain line, then where to
     read more: ``Try 'autorag search --help'.`` (Typer would draw a box under the usage)."""
@@ -109,8 +114,8 @@ def print_usage_error(exc: typer.TyperException) -> None:
     if type(exc) is typer.BadParameter:  # "--from: not a date", not "Invalid value for"
         param = exc.param_hint or (exc.param.get_error_hint() if exc.param else None)
         hint = param if isinstance(param, str) or param is None else " / ".join(param)
-        message = f"{hint.replace(chr(39), '')}: {exc.message}" if hint else exc.message
-    print_error(message[:1].lower() + message[1:])
+        message = f"{hint.replace(chr(39), '')}: {_lower(exc.message)}" if hint else exc.message
+    print_error(_lower(message))
     context = getattr(exc, "ctx", None)
     if context is not None:
         err_console.print(f"Try '{context.command_path} --help'.", markup=False, highlight=False)

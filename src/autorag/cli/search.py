@@ -85,7 +85,7 @@ def search_command(
     if not query.strip():
         raise InvalidInput("nothing to search for: the query is empty")
     if mode not in ("hybrid", "vector", "fts"):
-        raise typer.BadParameter("mode must be hybrid, vector or fts", param_hint="--mode")
+        raise typer.BadParameter(f"{mode!r} is not one of hybrid, vector, fts", param_hint="--mode")
     filters = cli_filters(doc_type, date_from, date_to)
     app = open_app(ctx)
     response = app.searcher.search(
