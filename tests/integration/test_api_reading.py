@@ -288,3 +288,5 @@ def test_an_off_topic_question_gets_one_message(world: World) -> None:
     tokens = "".join(data["text"] for name, data in events if name == "token")
     assert tokens == NO_ANSWER
     assert NO_EVIDENCE_DISCLAIMER not in tokens
+    ((_, citations),) = [e for e in events if e[0] == "citations"]
+    assert citations["sources"] == []  # nothing to list under an answer that found nothing

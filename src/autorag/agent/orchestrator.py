@@ -171,7 +171,9 @@ class Orchestrator:
         ]
         text, reason, iterations = self._loop(messages)
         text = self._finish(text, reason)
-        grounded = ground_citations(text, self.citations) if text else []
+        # An answer that says itself that nothing was found stands alone: no sources.
+        found_nothing = text.strip() == NO_ANSWER
+        grounded = ground_citations(text, self.citations) if text and not found_nothing else []
         if reason == "done" and request.options.json is None and self._disclaim(text, grounded):
             text = self._append(text, NO_EVIDENCE_DISCLAIMER)
         held = numbering.flush()  # a last "[" that never became a marker
