@@ -9,7 +9,7 @@ import {
 } from "./dom.js";
 import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./state.js";
 import { legsBadges, passageText, renderAnswer } from "./render.js";
-import { skillWords } from "./words.js";
+import { shownName, skillWords } from "./words.js";
 
 const views = new Map(); // workspace -> ChatView (kept: a stream goes on while you look elsewhere)
 app.on("signout", () => { for (const view of views.values()) view.abortAll(); views.clear(); });
@@ -875,7 +875,7 @@ class ChatView {
         h("dt", {}, "Page"), h("dd", {}, source.page ? String(source.page) : "—"),
         h("dt", {}, "Found by"), h("dd", {}, legsBadges(source.match)),
         source.peer ? [h("dt", {}, "Peer"), h("dd", {}, source.peer)] : null,
-        h("dt", {}, "Source"), h("dd", { class: "mono small" }, source.source || source.sourceId)),
+        h("dt", {}, "Source"), h("dd", { class: "mono small" }, shownName(source.source || source.sourceId))),
       h("blockquote", { class: "snippet", "aria-label": "Passage" }, richSnippet(passageText(source.snippet))),
       h("div", { class: "btn-row" }, documentLink,
         h("button", { class: "btn small", type: "button", on: { click: async () => { await copyText(source.snippet); toast("Passage copied."); } } }, icon("copy", "sm"), "Copy passage")));

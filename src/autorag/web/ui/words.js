@@ -48,6 +48,13 @@ export function factValue(value) {
   return ISO_MOMENT.test(text) ? fmtDate(text) : text;
 }
 
+// A document's file as people know it: an upload by its original name, never the
+// internal /uploads/<workspace>/<hash>/ path (as the API's `name` fields say).
+export function shownName(sourceId) {
+  const id = String(sourceId || "");
+  return id.startsWith("/uploads/") ? id.slice(id.lastIndexOf("/") + 1) || id : id;
+}
+
 // A model as people know it: the built-in extractive answerer is no model at all.
 export function modelWords(id) {
   if (!id || id === "extractive" || id === "extractive/extractive") return "built-in extractive";
