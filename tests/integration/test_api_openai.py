@@ -237,6 +237,13 @@ def test_bad_requests_raise_sdk_errors(clients: Clients) -> None:
         clients.member.chat.completions.create(
             model="default", messages=[{"role": "assistant", "content": "no question"}]
         )
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+    with pytest.raises(openai.BadRequestError) as caught:
+        clients.member.chat.completions.create(
+            model="default",
+            messages=[{"role": "user", "content": [{"type": "text", "text": QUESTION}, image]}],
+        )
+    assert caught.value.param == "messages[0].content" and "image_url" in str(caught.value)
     bad = openai.OpenAI(
         base_url=str(clients.member.base_url), api_key="ark_not_a_real_key", max_retries=0
     )

@@ -6,7 +6,8 @@ frequency penalties (−2–2), ``response_format`` (json_object / json_schema, 
 answering model can write JSON), ``stream`` and ``stream_options.include_usage``.
 Refused with a 400 naming the field: ``n`` other than 1 (each answer is a whole agent
 run: ask again for another), ``tools`` / ``tool_choice`` / ``functions`` /
-``function_call`` (the agent's own skills are the tools), ``logprobs``. Other fields
+``function_call`` (the agent's own skills are the tools), ``logprobs``, message parts that
+are not text (images, audio, files). Other fields
 OpenAI defines (``user``, ``metadata``…) are accepted and ignored.
 """
 
@@ -131,6 +132,15 @@ class CompletionBody(BaseModel):
                     name,
                     f"{name} is not supported: this API takes no tools",
                     code="unsupported_parameter",
+                )
+        for index, message in enumerate(self.messages):
+            parts = message.content if isinstance(message.content, list) else ()
+            if kinds := sorted({part.type for part in parts} - {"text"}):
+                raise InvalidParam(
+                    f"messages[{index}].content",
+                    f"only text is read here, not {', '.join(kinds)}: send the text, or "
+                    "upload files to the workspace",
+                    code="unsupported_content",
                 )
         if self.logprobs or self.top_logprobs:
             raise InvalidParam(
