@@ -32,7 +32,7 @@ from autorag.api.sse import HEADERS, MEDIA_TYPE, ThreadedStream
 from autorag.auth.service import custom_instructions
 from autorag.chat.service import ChatOutcome, ChatService, ChatTurn, ChatUser, PreparedAnswer
 from autorag.context import AppContext
-from autorag.errors import InvalidInput
+from autorag.errors import InvalidInput, NotFound
 from autorag.llm.base import ChatMessage, GenerationOptions
 from autorag.ops import workspaces as ws
 
@@ -127,11 +127,12 @@ def _models(principal: Principal, context: AppContext) -> list[dict[str, Any]]:
 def _workspace(principal: Principal, context: AppContext, model: str) -> AppContext:
     """The workspace a model id names; 404 listing the caller's models if none is."""
     name = model.partition("@")[0].strip()
-    usable = {s.info.name: s.info for s in ws.list_workspaces(context.catalog)}
-    usable = {n: info for n, info in usable.items() if principal.can("chat:use", n)}
-    if name not in usable:
-        raise ModelNotFound(model, sorted(usable))
-    return context.for_workspace(usable[name])
+    if name and principal.can("chat:use", name):
+        try:
+            return context.for_workspace(context.catalog.get_workspace(name))
+        except NotFound:
+            pass
+    raise ModelNotFound(model, sorted(m["id"] for m in _models(principal, context)))
 
 
 def _check_llm(service: ChatService, app: AppContext, model: str) -> None:
