@@ -171,10 +171,13 @@ def test_markdown_is_one_section_with_its_headings_and_offsets_kept(world: World
 
 
 def test_dlp_redacts_the_text_and_withholds_the_file(world: World) -> None:
-    doc = world.document_id("vault.txt")
-    page = world.get(f"{DEFAULT}/documents/{doc}/text").json()
+    hit = world.hit("vault rota", "vault.txt")
+    doc = hit["documentId"]
+    page = world.get(f"{DEFAULT}/documents/{doc}/text", params={"chunk": hit["chunkId"]}).json()
     assert page["redacted"] is True
-    assert "jane.doe" not in page["text"] and "[REDACTED]" in page["text"]
+    assert page["text"] == "Ask [REDACTED] for the vault rota."
+    # The passage's offsets follow the redaction: it still spans the whole passage.
+    assert (page["highlight"]["start"], page["highlight"]["end"]) == (0, len(page["text"]))
     refused = world.get(f"{DEFAULT}/documents/{doc}/file")
     assert refused.status_code == 403
     assert refused.headers["content-type"].startswith("application/problem+json")
