@@ -4,7 +4,7 @@
 import { api, ws } from "./api.js";
 import { clear, emptyState, errorNotice, h, icon, loading, richSnippet } from "./dom.js";
 import { app, setHashQuietly } from "./state.js";
-import { legsBadges } from "./render.js";
+import { legsBadges, passageText } from "./render.js";
 
 const TYPES = ["pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"];
 const MODES = [["hybrid", "Hybrid (semantic + keyword)"], ["vector", "Semantic only"], ["fts", "Keyword only"]];
@@ -127,7 +127,7 @@ export async function render(container, { query }) {
           h("span", { class: "badge" }, hit.type),
           hit.page ? h("span", { class: "badge" }, `page ${hit.page}`) : null,
           hit.redacted ? h("span", { class: "badge warn", title: "Data-loss prevention redacted part of this snippet" }, icon("shield", "sm"), "redacted") : null),
-        h("div", { class: "snippet" }, richSnippet(hit.snippet, words)),
+        h("div", { class: "snippet" }, richSnippet(passageText(hit.snippet), words)),
         h("div", { class: "hit-foot" }, legsBadges(hit.legs), h("span", { class: "truncate", title: hit.name }, hit.name))))));
   }
 
