@@ -36,7 +36,14 @@ from autorag.agent.budget import (
 from autorag.agent.citations import Renumbering
 from autorag.agent.events import CitationsEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.agent.prompts import FINAL_ANSWER_NOW, system_prompt
-from autorag.agent.skills.base import NOBODY, Caller, Skill, SkillContext, SkillResult
+from autorag.agent.skills.base import (
+    NOBODY,
+    Caller,
+    Skill,
+    SkillContext,
+    SkillResult,
+    progress_words,
+)
 from autorag.agent.toolcalls import may_become_tool_call, resolve_implicit_tool_call
 from autorag.config import AgentSettings
 from autorag.context import AppContext
@@ -353,7 +360,7 @@ class Orchestrator:
     # -- acting ------------------------------------------------------------------------------
     def _act(self, call: ToolCall) -> list[ChatMessage]:
         skill = self.skills[call.name]
-        self.emit(StatusEvent(f"Running {call.name}", skill=call.name))
+        self.emit(StatusEvent(progress_words(skill), skill=call.name))
         result = self._run_skill(skill, call)
         self.citations += result.citations
         if result.status:

@@ -42,6 +42,7 @@ class PeerSearch:
     peers_asked: int = 2
     timeout_s: float = 30.0
     spec: ToolSpec = field(default=SPEC)
+    progress: str = "Searching your documents and trusted peers…"
 
     def available(self, context: SkillContext) -> bool:
         return context.can("search:read") and bool(self.node.runtime.registry.peers())

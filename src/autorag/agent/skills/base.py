@@ -92,3 +92,12 @@ class Skill(Protocol):
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         """Do the work; bad arguments raise ``InvalidInput`` with a message for the model."""
         ...
+
+
+def progress_words(skill: Skill) -> str:
+    """What people read while ``skill`` runs: its ``progress`` phrase if it has one (the
+    spec's name and description are written for the model), else its name in words."""
+    phrase = getattr(skill, "progress", "")
+    if isinstance(phrase, str) and phrase:
+        return phrase
+    return f"Using {skill.spec.name.replace('_', ' ')}…"

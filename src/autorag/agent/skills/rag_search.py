@@ -43,6 +43,7 @@ SPEC = ToolSpec(
 @dataclass
 class RagSearch:
     spec: ToolSpec = SPEC
+    progress: str = "Searching your documents…"
     mode: SearchMode = "hybrid"
 
     def available(self, context: SkillContext) -> bool:

@@ -42,6 +42,7 @@ SPEC = ToolSpec(
 @dataclass
 class DocumentTempProcess:
     spec: ToolSpec = SPEC
+    progress: str = "Reading the attached files…"
 
     def available(self, context: SkillContext) -> bool:
         """Offered in a chat that has files attached, to whoever may use the chat."""

@@ -61,6 +61,7 @@ Handler = Callable[[Mapping[str, Any], SkillContext], SkillResult]
 @dataclass
 class WorkspaceMemory:
     spec: ToolSpec = SPEC
+    progress: str = "Checking the workspace's notes…"
 
     def available(self, context: SkillContext) -> bool:
         """Offered to whoever may use it at all (``chat:use``)."""
