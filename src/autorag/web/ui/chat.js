@@ -9,7 +9,7 @@ import {
 } from "./dom.js";
 import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./state.js";
 import { legsBadges, passageText, renderAnswer } from "./render.js";
-import { shownName, skillWords } from "./words.js";
+import { shownName } from "./words.js";
 
 const views = new Map(); // workspace -> ChatView (kept: a stream goes on while you look elsewhere)
 app.on("signout", () => { for (const view of views.values()) view.abortAll(); views.clear(); });
@@ -101,9 +101,8 @@ export class AnswerView {
       this.text += data.text || "";
       this.schedule();
     } else if (type === "status") {
-      // "Running rag_search" names the tool for the model; people read what it does.
-      const starting = data.skill && data.message === `Running ${data.skill}`;
-      this.setStatus(starting ? skillWords(data.skill).doing : data.message || "Working…");
+      // The server words it for people ("Searching your documents…").
+      this.setStatus(data.message || "Working…");
     } else if (type === "plan") {
       this.planEl.hidden = false;
       renderAnswer(this.planEl.querySelector(".plan-body"), data.plan || "", (n) => `[${n}]`);

@@ -6,22 +6,18 @@ import { fmtDate } from "./dom.js";
 const SKILLS = {
   rag_search: {
     label: "Search your documents",
-    doing: "Searching your documents…",
     about: "Finds the passages in this workspace's documents that answer the question, so the answer can cite them.",
   },
   document_temp_process: {
     label: "Read chat attachments",
-    doing: "Reading the attached files…",
     about: "Looks through the files attached to this chat (they are not added to the workspace).",
   },
   workspace_memory: {
     label: "Workspace memory",
-    doing: "Checking the workspace's notes…",
     about: "Keeps short notes for this workspace from one chat to the next: facts, preferences, decisions.",
   },
   peer_search: {
     label: "Ask trusted peers",
-    doing: "Searching your documents and trusted peers…",
     about: "Also searches other AutoRAG instances you trust, within what their sharing rules allow.",
   },
 };
@@ -31,10 +27,10 @@ function humanize(name) {
   return words ? words[0].toUpperCase() + words.slice(1) : "A skill";
 }
 
-// { label, doing, about } for a skill name; unknown skills get a readable label and the
-// description the server gave, if any.
+// { label, about } for a skill name (what it does while it runs, the server says);
+// unknown skills get a readable label and the description the server gave, if any.
 export function skillWords(name, description = "") {
-  return SKILLS[name] || { label: humanize(name), doing: "Working…", about: description };
+  return SKILLS[name] || { label: humanize(name), about: description };
 }
 
 const ISO_MOMENT = /^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?$/;
