@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from autorag.store.catalog.models import AuditEventRow, UserRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog
+from autorag.times import as_utc
 
 MAX_LIST = 1000
 
@@ -131,7 +132,7 @@ def _event(row: AuditEventRow, username: str | None, workspace: str | None) -> A
         details = json.loads(row.details)
     except ValueError:
         details = {}
-    created = row.created_at if row.created_at.tzinfo else row.created_at.replace(tzinfo=UTC)
+    created = as_utc(row.created_at)
     return AuditEvent(
         id=row.id,
         event=row.event,

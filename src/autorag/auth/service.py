@@ -13,7 +13,7 @@ import re
 import secrets
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from sqlalchemy import delete, func, select, update
@@ -34,6 +34,7 @@ from autorag.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthor
 from autorag.private_files import write_private
 from autorag.store.catalog.models import ApiKeyRow, MembershipRow, UserRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog
+from autorag.times import as_utc
 
 USERNAME_RE = re.compile(r"^[a-z0-9_.-]{2,64}$")
 KEY_NAME_MAX = 100
@@ -321,7 +322,7 @@ def resolve_api_key(
         names: list[str] = json.loads(row.workspaces)
         scopes = frozenset(_key_scopes(session, key_id))
     user = get_active_user(catalog, user_id)
-    if last_used is None or _aware(last_used) < utcnow() - LAST_USED_RESOLUTION:
+    if last_used is None or as_utc(last_used) < utcnow() - LAST_USED_RESOLUTION:
         _touch_key(catalog, key_id)
     return user, (frozenset(names) if names else None), scopes
 
@@ -393,7 +394,7 @@ def _user_info(session: Session, row: UserRow) -> UserInfo:
         .order_by(WorkspaceRow.name)
     ).all()
     return UserInfo(
-        row.id, row.username, row.role, row.disabled, _aware(row.created_at), tuple(names)
+        row.id, row.username, row.role, row.disabled, as_utc(row.created_at), tuple(names)
     )
 
 
@@ -459,9 +460,9 @@ def _key_info(row: ApiKeyRow, username: str, scopes: tuple[str, ...] = ()) -> Ap
         name=row.name,
         username=username,
         workspaces=tuple(json.loads(row.workspaces)),
-        created_at=_aware(row.created_at),
-        last_used_at=_aware(row.last_used_at) if row.last_used_at else None,
-        revoked_at=_aware(row.revoked_at) if row.revoked_at else None,
+        created_at=as_utc(row.created_at),
+        last_used_at=as_utc(row.last_used_at) if row.last_used_at else None,
+        revoked_at=as_utc(row.revoked_at) if row.revoked_at else None,
         scopes=scopes,
     )
 
@@ -482,8 +483,3 @@ def _touch_key(catalog: Catalog, key_id: int) -> None:
 
 def _digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-def _aware(moment: datetime) -> datetime:
-    # SQLite hands back naive datetimes; every stored one is UTC.
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)

@@ -31,7 +31,7 @@ import secrets
 import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,7 @@ from autorag.store.catalog.models import (
     utcnow,
 )
 from autorag.text.stemming import stems
+from autorag.times import as_utc
 
 SOURCE_PREFIX = "chat-attachment:"
 ATTACHMENT_JOB = "chat_attachment"
@@ -411,7 +412,7 @@ def _infos(engine: Engine, *where: ColumnElement[bool]) -> list[AttachmentInfo]:
             doc_type=r.doc_type,
             size=r.size,
             chunks=int(r[5]),
-            created_at=_aware(r.created_at),
+            created_at=as_utc(r.created_at),
             status=r.status,
             error_code=r.error_code,
             error=r.error,
@@ -550,8 +551,3 @@ def _require_chat(app: AppContext, chat_id: int) -> None:
     with app.catalog.engine.connect() as conn:
         if conn.execute(query).scalar() is None:
             raise NotFound(f"chat {chat_id} not found in this workspace")
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands timestamps back without their zone; they were written in UTC.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

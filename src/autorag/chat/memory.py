@@ -7,7 +7,7 @@ Shared by the ``workspace_memory`` skill and the API. Every function takes the c
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError
 from autorag.errors import InvalidInput, NotFound
 from autorag.store.catalog.models import WorkspaceMemoryRow, utcnow
 from autorag.store.catalog.repository import Catalog
+from autorag.times import as_utc
 
 MAX_KEY_CHARS = 200  # the column's width
 MAX_VALUE_BYTES = 8 * 1024  # UTF-8
@@ -131,7 +132,7 @@ def _check_value(value: str) -> None:
 
 def _entry(key: str, value: str, updated_at: datetime) -> MemoryEntry:
     # SQLite hands timestamps back without their zone; they were written in UTC.
-    aware = updated_at if updated_at.tzinfo else updated_at.replace(tzinfo=UTC)
+    aware = as_utc(updated_at)
     return MemoryEntry(key, value, aware)
 
 

@@ -16,6 +16,7 @@ from autorag.models import Citation
 from autorag.store.catalog.db import dialect_insert
 from autorag.store.catalog.models import ChatRow, MessageRow, TokenUsageRow, utcnow
 from autorag.text import one_line
+from autorag.times import as_utc
 
 TITLE_CHARS = 80
 
@@ -119,8 +120,8 @@ def _chats(
             r.user_id,
             r.title,
             r.model,
-            _utc(r.created_at),
-            _utc(r.updated_at),
+            as_utc(r.created_at),
+            as_utc(r.updated_at),
             int(r.message_count),
         )
         for r in rows
@@ -190,7 +191,7 @@ def list_messages(engine: Engine, chat_id: int) -> list[MessageInfo]:
             r.abort_reason,
             r.prompt_tokens,
             r.completion_tokens,
-            _utc(r.created_at),
+            as_utc(r.created_at),
         )
         for r in rows
     ]
@@ -256,7 +257,3 @@ def usage_by_day(engine: Engine, workspace_id: int, *, days: int = 30) -> list[d
 
 def _title(text: str) -> str:
     return one_line(text, TITLE_CHARS)
-
-
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

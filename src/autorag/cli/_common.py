@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import UTC, date, datetime
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +12,8 @@ import typer
 import typer.core
 from rich.console import Console
 from rich.markup import escape
+
+from autorag.times import as_utc
 
 if TYPE_CHECKING:
     from autorag.context import AppContext
@@ -87,7 +89,7 @@ def local_time(moment: datetime | str | None) -> str:
     if moment is None or moment == "":
         return ""
     when = datetime.fromisoformat(moment) if isinstance(moment, str) else moment
-    when = when if when.tzinfo else when.replace(tzinfo=UTC)
+    when = as_utc(when)
     return when.astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 

@@ -12,7 +12,7 @@ import json
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, Engine, delete, func, insert, select, update
@@ -24,6 +24,7 @@ from autorag.errors import Conflict, NotFound
 from autorag.secretbox import SecretBox, catalog_box, is_sealed
 from autorag.store.catalog.models import DlpOriginalRow, DlpPatternRow, utcnow
 from autorag.store.catalog.repository import Catalog
+from autorag.times import as_utc
 
 SEAL_PURPOSE = "dlp_originals"
 
@@ -179,8 +180,8 @@ def _pattern(row: DlpPatternRow) -> PatternRecord:
         row.builtin,
         row.enabled,
         row.description,
-        _utc(row.created_at),
-        _utc(row.updated_at),
+        as_utc(row.created_at),
+        as_utc(row.updated_at),
     )
 
 
@@ -234,7 +235,7 @@ def get_original(session: Session, *, original_id: str | None, ref: str | None) 
         _open_original(session, row),
         row.redacted,
         tuple(json.loads(row.types or "[]")),
-        _utc(row.created_at),
+        as_utc(row.created_at),
     )
 
 
@@ -283,7 +284,3 @@ def open_sealed_originals(conn: Connection) -> int:
 def delete_originals(catalog: Catalog, ref: str) -> int:
     with catalog.engine.begin() as conn:
         return conn.execute(delete(DlpOriginalRow).where(DlpOriginalRow.ref == ref)).rowcount
-
-
-def _utc(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

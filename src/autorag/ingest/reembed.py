@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import select
 
@@ -21,6 +21,7 @@ from autorag.ingest.pipeline import embedding_text
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import VISIBLE_STATUS, Catalog, WorkspaceInfo
 from autorag.store.vectors.base import VectorRecord, VectorStore
+from autorag.times import as_utc
 
 REEMBED_JOB = "reembed"
 SHADOW_SUFFIX = "_shadow"
@@ -81,7 +82,7 @@ def _fill(
         vectors = embedder.embed([embedding_text(c.title, c.text) for c in batch])
         shadow.add(
             [
-                VectorRecord(c.chunk_id, c.document_id, c.doc_type, _aware(c.doc_date), vectors[i])
+                VectorRecord(c.chunk_id, c.document_id, c.doc_type, as_utc(c.doc_date), vectors[i])
                 for i, c in enumerate(batch)
             ]
         )
@@ -104,7 +105,7 @@ def _catch_up(
         r
         for r in ready.values()
         if r.document_id not in embedded
-        or (r.indexed_at is not None and _aware(r.indexed_at) >= started)
+        or (r.indexed_at is not None and as_utc(r.indexed_at) >= started)
     ]
     shadow.delete_documents(gone + [r.document_id for r in fresh])
     embedded.difference_update(gone)
@@ -116,7 +117,7 @@ def _catch_up(
         shadow.add(
             [
                 VectorRecord(
-                    c.id, c.document_id, document.doc_type, _aware(document.doc_date), vectors[i]
+                    c.id, c.document_id, document.doc_type, as_utc(document.doc_date), vectors[i]
                 )
                 for i, c in enumerate(chunks)
             ]
@@ -135,8 +136,3 @@ def _ready_documents(catalog: Catalog, workspace: WorkspaceInfo) -> list[_Ready]
     )
     with catalog.engine.connect() as conn:
         return [_Ready(r[0], r[1], r[2], r[3]) for r in conn.execute(query)]
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands timestamps back without their zone; they were written in UTC.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -15,7 +15,6 @@ import time
 import unicodedata
 import zipfile
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
@@ -38,6 +37,7 @@ from autorag.private_files import make_private_dir
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
+from autorag.times import as_utc
 from autorag.workspace import UPLOADS_DIR_NAME
 
 # The document type each accepted extension stands for; nothing else is accepted.
@@ -419,7 +419,7 @@ def process_upload(
         size=document.size,
         mtime_ns=0,
         content_hash=document.content_hash,
-        doc_date=_aware(document.doc_date),
+        doc_date=as_utc(document.doc_date),
         origin="upload",
     )
     path = stored_path(data_dir, workspace, document.content_hash, document.doc_type)
@@ -448,7 +448,3 @@ def set_status(
             .where(DocumentRow.id == document_id, DocumentRow.status != "deleting")
             .values(status=status, error_code=code, error=message, updated_at=utcnow())
         )
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from datetime import UTC
 from functools import partial
 from pathlib import Path
 from typing import Literal
@@ -40,6 +39,7 @@ from autorag.ocr.render import Rendered, open_pages
 from autorag.sources import to_real_path
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta
+from autorag.times import as_utc
 from autorag.workspace_settings import read_settings
 
 log = logging.getLogger(__name__)
@@ -294,7 +294,7 @@ def _meta(document: DocumentRow) -> DocumentMeta:
         size=document.size,
         mtime_ns=document.mtime_ns,
         content_hash=document.content_hash,
-        doc_date=doc_date if doc_date.tzinfo else doc_date.replace(tzinfo=UTC),
+        doc_date=as_utc(doc_date),
         pages=document.pages,
         origin=document.origin,
     )

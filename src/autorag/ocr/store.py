@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Literal
 
 from sqlalchemy import Connection, Engine, func, insert, select, update
@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from autorag.errors import NotFound
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, OcrJobRow, OcrPageRow, utcnow
+from autorag.times import as_utc_or_none
 
 OCR_JOB = "ocr"  # the kind of its job in the durable queue
 JobStatus = Literal[
@@ -292,9 +293,9 @@ def _job(row: Any) -> OcrJob:
         credibility=job.credibility,
         reason=job.reason,
         reviewed_by=job.reviewed_by,
-        reviewed_at=_utc(job.reviewed_at),
-        created_at=_utc(job.created_at) or job.created_at,
-        updated_at=_utc(job.updated_at) or job.updated_at,
+        reviewed_at=as_utc_or_none(job.reviewed_at),
+        created_at=as_utc_or_none(job.created_at) or job.created_at,
+        updated_at=as_utc_or_none(job.updated_at) or job.updated_at,
     )
 
 
@@ -310,10 +311,3 @@ def _page(row: OcrPageRow) -> OcrPage:
         text=row.text,
         reason=row.reason,
     )
-
-
-def _utc(value: datetime | None) -> datetime | None:
-    """Catalog timestamps are UTC; SQLite returns them without their zone."""
-    if value is None:
-        return None
-    return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -33,6 +33,7 @@ from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.p2p.files import write_json_atomic
 from autorag.p2p.simplex.shapes import Contact, Profile, as_id, parse_profile
 from autorag.text.stemming import stems
+from autorag.times import as_utc
 
 log = logging.getLogger(__name__)
 
@@ -335,7 +336,7 @@ def _timestamp(value: Any) -> datetime | None:
         parsed = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return as_utc(parsed)
 
 
 def _check_name(name: str) -> None:

@@ -3,7 +3,7 @@ re-embedding its vectors."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -34,6 +34,7 @@ from autorag.ocr.service import UploadOcrMode
 from autorag.ops.workspaces import workspace_by_id
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, JobRow
+from autorag.times import as_utc, as_utc_or_none
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["documents"])
 
@@ -103,15 +104,6 @@ class JobOut(BaseModel):
     finishedAt: datetime | None
 
 
-def utc(value: datetime) -> datetime:
-    """Catalog timestamps are UTC; SQLite returns them without their zone."""
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
-def _utc_or_none(value: datetime | None) -> datetime | None:
-    return None if value is None else utc(value)
-
-
 def _document(row: DocumentRow) -> DocumentOut:
     status = docs.api_status(row.status)
     return DocumentOut(
@@ -127,9 +119,9 @@ def _document(row: DocumentRow) -> DocumentOut:
         pages=row.pages,
         chunks=row.chunk_count,
         size=row.size,
-        createdAt=utc(row.created_at),
-        indexedAt=_utc_or_none(row.indexed_at),
-        documentDate=utc(row.doc_date),
+        createdAt=as_utc(row.created_at),
+        indexedAt=as_utc_or_none(row.indexed_at),
+        documentDate=as_utc(row.doc_date),
     )
 
 
@@ -141,9 +133,9 @@ def _job(row: JobRow) -> JobOut:
         documentId=row.document_id,
         attempts=row.attempts,
         error=row.error,
-        createdAt=utc(row.created_at),
-        startedAt=_utc_or_none(row.started_at),
-        finishedAt=_utc_or_none(row.finished_at),
+        createdAt=as_utc(row.created_at),
+        startedAt=as_utc_or_none(row.started_at),
+        finishedAt=as_utc_or_none(row.finished_at),
     )
 
 

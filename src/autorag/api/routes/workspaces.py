@@ -11,8 +11,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from autorag import workspace_settings
 from autorag.api.auth import Principal, require, require_protection
 from autorag.api.deps import AppDep, PoolDep, WorkspaceDep
-from autorag.api.routes.documents import utc
 from autorag.ops import workspaces as ws
+from autorag.times import as_utc
 from autorag.workspace_settings import WorkspaceSettings, read_settings
 
 router = APIRouter(prefix="/api/workspaces", tags=["workspaces"])
@@ -70,7 +70,7 @@ def _settings(settings: WorkspaceSettings) -> SettingsOut:
 def _workspace(summary: ws.WorkspaceSummary) -> WorkspaceOut:
     return WorkspaceOut(
         name=summary.info.name,
-        createdAt=utc(summary.created_at),
+        createdAt=as_utc(summary.created_at),
         documents=summary.documents,
         settings=_settings(summary.settings),
     )

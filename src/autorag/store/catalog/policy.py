@@ -6,7 +6,7 @@ is :mod:`autorag.sources.policy`'s business.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Row, Select, delete, func, select
 
@@ -20,6 +20,7 @@ from autorag.sources.policy import (
 from autorag.store.catalog.db import dialect_insert
 from autorag.store.catalog.models import PolicyRuleRow, PolicySeenSourceRow, utcnow
 from autorag.store.catalog.repository import Catalog
+from autorag.times import as_utc
 
 _RuleRow = Row[str, str, datetime, datetime]
 
@@ -97,7 +98,7 @@ class CatalogPolicyBackend:
         if row is None:
             return None
         first, last, count = row
-        return SeenSource(source_id, _aware(first), _aware(last), count)
+        return SeenSource(source_id, as_utc(first), as_utc(last), count)
 
     def _rule_query(self, glob: str) -> Select[str, str, datetime, datetime]:
         return _rule_columns().where(
@@ -113,9 +114,4 @@ def _rule_columns() -> Select[str, str, datetime, datetime]:
 
 def _rule(row: _RuleRow) -> Rule:
     glob, level, created_at, updated_at = row
-    return Rule(glob, parse_level(level), _aware(created_at), _aware(updated_at))
-
-
-def _aware(value: datetime) -> datetime:
-    # SQLite hands timestamps back without their zone; they were written in UTC.
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return Rule(glob, parse_level(level), as_utc(created_at), as_utc(updated_at))

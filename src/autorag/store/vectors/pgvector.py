@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
@@ -28,6 +27,7 @@ from autorag.config import VectorSettings
 from autorag.errors import InvalidInput, Unavailable
 from autorag.models import SearchFilters
 from autorag.store.vectors.base import VectorRecord, check_dimensions
+from autorag.times import as_utc
 
 # pgvector's first release with iterative index scans (filtered ANN that still returns k).
 ITERATIVE_SCAN_VERSION = (0, 8)
@@ -285,10 +285,10 @@ def _where(filters: SearchFilters) -> tuple[str, dict[str, Any]]:
         params["types"] = list(filters.document_types)
     if filters.date_from is not None:
         parts.append("doc_date >= :date_from")
-        params["date_from"] = _utc(filters.date_from)
+        params["date_from"] = as_utc(filters.date_from)
     if filters.date_to is not None:
         parts.append("doc_date < :date_to")
-        params["date_to"] = _utc(filters.date_to)
+        params["date_to"] = as_utc(filters.date_to)
     return (" WHERE " + " AND ".join(parts) if parts else ""), params
 
 
@@ -297,7 +297,7 @@ def _row(record: VectorRecord) -> dict[str, Any]:
         "chunk_id": record.chunk_id,
         "document_id": record.document_id,
         "doc_type": record.doc_type,
-        "doc_date": _utc(record.doc_date),
+        "doc_date": as_utc(record.doc_date),
         "embedding": _literal(record.vector),
     }
 
@@ -305,11 +305,6 @@ def _row(record: VectorRecord) -> dict[str, Any]:
 def _literal(vector: npt.NDArray[np.float32]) -> str:
     """pgvector's text form, ``[0.1,0.2,…]``."""
     return "[" + ",".join(map(str, np.asarray(vector, dtype=np.float32).tolist())) + "]"
-
-
-def _utc(value: datetime) -> datetime:
-    # Naive datetimes are UTC here, as everywhere in the catalog.
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _quote(identifier: str) -> str:
