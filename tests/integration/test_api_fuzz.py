@@ -93,10 +93,16 @@ def _cases(operation: Any) -> st.SearchStrategy[schemathesis.Case]:
 
 
 def _problem_json(ctx: Any, response: schemathesis.Response, case: schemathesis.Case) -> None:
-    """Every error is RFC 9457 problem JSON with its status and a stable code."""
+    """Every error is RFC 9457 problem JSON with its status and a stable code; on the
+    OpenAI-compatible API, OpenAI's error body (its SDK reads that)."""
     if response.status_code < 400 or case.method.upper() == "HEAD":
         return
     content_type = response.headers.get("content-type", [""])[0]
+    if case.path.startswith("/v1/"):
+        assert content_type == "application/json", (response.status_code, content_type)
+        error = json.loads(response.content)["error"]
+        assert error["message"] and error["type"] and error["code"], error
+        return
     assert content_type == "application/problem+json", (response.status_code, content_type)
     problem = json.loads(response.content)
     assert problem["status"] == response.status_code, problem

@@ -122,7 +122,10 @@ def test_api_responses_and_errors_are_nosniff_and_never_stored(api: Api) -> None
         assert response.status_code == expected.get(name, response.status_code), name
         assert response.headers["x-content-type-options"] == "nosniff", name
         assert response.headers["cache-control"] == "no-store", name
-        if response.status_code >= 400:
+        if response.status_code >= 400 and name.startswith("openai"):
+            assert response.headers["content-type"] == "application/json", name
+            assert response.json()["error"]["code"], name  # OpenAI's error shape
+        elif response.status_code >= 400:
             assert response.headers["content-type"] == "application/problem+json", name
 
 
@@ -137,6 +140,12 @@ def test_pages_and_assets_keep_their_own_caching_and_are_nosniff(api: Api) -> No
 # -- request body caps ------------------------------------------------------------------
 def _too_large(response: httpx.Response) -> None:
     assert response.status_code == 413, response.text
+    if response.request.url.path.startswith("/v1/"):  # OpenAI's shape, which its SDK reads
+        assert response.headers["content-type"] == "application/json"
+        error = response.json()["error"]
+        assert error["code"] == "payload_too_large", error
+        assert f"{BODY_KB}.0 KiB" in error["message"] or "MiB" in error["message"]
+        return
     assert response.headers["content-type"] == "application/problem+json"
     problem = response.json()
     assert problem["code"] == "payload_too_large" and problem["status"] == 413

@@ -12,6 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from autorag import __version__
 from autorag.api.errors import install_error_handlers
 from autorag.api.middleware import BodyLimit, SecurityHeaders
+from autorag.api.openai import errors as openai_errors
 from autorag.api.routes import (
     agent,
     auth,
@@ -57,6 +58,7 @@ def create_app(workspace: Workspace, *, warm: bool = False, **overrides: Any) ->
         redoc_url=None,
     )
     install_error_handlers(app)
+    openai_errors.install_error_handlers(app)  # /v1 answers errors in OpenAI's shape
     settings = load_settings(workspace.config_file, **overrides)
     app.add_middleware(
         BodyLimit,

@@ -17,10 +17,12 @@ import re
 
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException
+from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from autorag.api.errors import problem
 from autorag.api.multipart import DRAIN_MAX_BYTES, FORM_OVERHEAD_BYTES
+from autorag.api.openai.errors import error_body, is_openai_path
 from autorag.ingest.parsers.guards import human_size
 
 # The upload receiver's own bounds serve here too: FORM_OVERHEAD_BYTES of multipart framing
@@ -140,7 +142,12 @@ async def _drain(receive: Receive, already: int) -> None:
 
 
 async def _refuse(scope: Scope, send: Send, exc: BodyTooLarge) -> None:
-    response = problem(413, "payload_too_large", str(exc.detail), instance=scope["path"])
+    path = scope["path"]
+    if is_openai_path(path):  # as the route would have answered had it read the body
+        body = error_body(413, str(exc.detail), "payload_too_large")
+        response: JSONResponse = JSONResponse(body, status_code=413)
+    else:
+        response = problem(413, "payload_too_large", str(exc.detail), instance=path)
     response.headers["connection"] = "close"
     await response(scope, _no_receive, send)
 

@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
-from fastapi import Request, Response
+from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
@@ -54,6 +54,31 @@ class ModelNotFound(NotFound):
             f"Valid {what}: {listed}."
         )
         self.param = "model"
+
+
+PREFIX = "/v1"  # the OpenAI-compatible API: its clients read errors in OpenAI's shape
+
+
+def is_openai_path(path: str) -> bool:
+    return path == PREFIX or path.startswith(f"{PREFIX}/")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every error under ``/v1`` in OpenAI's shape, those raised before a route
+    runs too (no such path, a method it does not take); the rest keep their handlers.
+    Called after ``api.errors.install_error_handlers``, whose handlers it falls back on."""
+    for kind in (AutoragError, RequestValidationError, StarletteHTTPException, Exception):
+        app.add_exception_handler(kind, _openai_first(app.exception_handlers[kind]))
+
+
+def _openai_first(fallback: Callable[..., Any]) -> Callable[..., Coroutine[Any, Any, Response]]:
+    async def handle(request: Request, exc: Exception) -> Response:
+        if is_openai_path(request.url.path):
+            return error_response(request, exc)
+        response: Response = await fallback(request, exc)
+        return response
+
+    return handle
 
 
 def error_type(status: int) -> str:
