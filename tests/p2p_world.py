@@ -78,7 +78,7 @@ PUBLIC_DOCS = {
     "vendors.md": (
         "# Vendors\n\n"
         "Our vendor for lamp glass is listed in the catalogue; vendor contracts are "
-        "signed for two years at a time.\n"
+        "signed for two years at a time, and every vendor is audited once a year.\n"
     ),
 }
 ALMANAC_DOCS = 8  # long shared documents: a k=20 reply is far over one SimpleX message
