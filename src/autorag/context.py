@@ -24,11 +24,21 @@ log = logging.getLogger(__name__)
 # for the parsers, DLP or LanceDB (seconds on a busy machine).
 if TYPE_CHECKING:
     from autorag.ingest.pipeline import Indexer
-    from autorag.ingest.readiness import Readiness
+    from autorag.ingest.readiness import CountsVectors, Readiness
     from autorag.retrieval.hybrid import HybridSearcher
     from autorag.sources.policy import PolicyStore
     from autorag.store.fulltext.base import FullTextIndex
     from autorag.store.vectors import VectorStore
+
+
+@dataclass(frozen=True)
+class RecordedCount:
+    """A vector count read from the record beside the table (``CountsVectors``)."""
+
+    rows: int
+
+    def count(self) -> int:
+        return self.rows
 
 
 @dataclass
@@ -128,10 +138,10 @@ class AppContext:
         """Seed 000's readiness of this workspace's index, with the reason."""
         from autorag.ingest.readiness import check_readiness
 
-        vectors: VectorStore | None = None
+        vectors: CountsVectors | None = self._recorded_vectors()
         why = ""
         try:
-            vectors = self.vectors
+            vectors = vectors or self.vectors
         except AutoragError as exc:  # judged with the others' state: degraded or not
             why = exc.message
         return check_readiness(
@@ -142,6 +152,17 @@ class AppContext:
             vectors=vectors,
             vectors_error=why or "vector store could not be opened",
         )
+
+    def _recorded_vectors(self) -> RecordedCount | None:
+        """The LanceDB table's count as its last write recorded it, while still current:
+        readiness then needs neither LanceDB (seconds to import) nor the model."""
+        dim = KNOWN_MODEL_DIMS.get(self.settings.embedding.model)
+        if "vectors" in self.__dict__ or self.settings.vector_store != "lancedb" or not dim:
+            return None
+        from autorag.store.vectors.lance_count import recorded_count
+
+        rows = recorded_count(self.workspace.vectors_dir, self.info.vector_table, dim)
+        return None if rows is None else RecordedCount(rows)
 
     def warm_up(self) -> None:
         """Load what the first question needs: the embedding model, the vector table and

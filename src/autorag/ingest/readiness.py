@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from sqlalchemy import func, select
 
@@ -11,7 +11,6 @@ from autorag.errors import AutoragError
 from autorag.ingest.duplicates import display_name
 from autorag.store.catalog.models import DocumentRow
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
-from autorag.store.vectors.base import VectorStore
 
 ReadinessState = Literal["configured", "degraded", "unavailable", "ready"]
 # Files not read by design rather than broken: recorded as ``skipped`` with the reason,
@@ -33,13 +32,19 @@ class Readiness:
     last_refresh: dict[str, Any] | None = None
 
 
+class CountsVectors(Protocol):
+    """All readiness asks of the vector store (an open one, or a recorded count)."""
+
+    def count(self) -> int: ...
+
+
 def check_readiness(
     catalog: Catalog,
     workspace: WorkspaceInfo,
     *,
     search_paths: list[str],
     embedding_model: str,
-    vectors: VectorStore | None,
+    vectors: CountsVectors | None,
     vectors_error: str = "vector store could not be opened",
 ) -> Readiness:
     """The workspace's readiness. ``vectors`` is None when its vector store could not be

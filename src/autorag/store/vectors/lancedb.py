@@ -22,6 +22,7 @@ from autorag.models import SearchFilters
 from autorag.private_files import make_private_dir, tighten, tighten_tree, warn_repaired
 from autorag.store.vectors.base import VectorRecord, check_dimensions
 from autorag.store.vectors.exact import ExactIndex
+from autorag.store.vectors.lance_count import record_count
 
 if TYPE_CHECKING:
     from lancedb.table import Table
@@ -61,7 +62,7 @@ class LanceVectorStore:
             if recreate:
                 self._db.drop_table(table_name, ignore_missing=True)  # type: ignore[call-arg]
             self._table = self._open_or_create(table_name)
-            self._secure_new_files()
+            self._written()
         except Exception as exc:
             raise Unavailable(f"vector store at {directory} unavailable: {exc}") from exc
         self._exact: tuple[int, ExactIndex] | None = None  # (table version, index)
@@ -99,13 +100,13 @@ class LanceVectorStore:
             schema=self._schema,
         )
         self._table.add(batch)
-        self._secure_new_files()
+        self._written()
 
     def delete_documents(self, document_ids: Sequence[int]) -> None:
         for start in range(0, len(document_ids), 1000):
             part = document_ids[start : start + 1000]
             self._table.delete(f"document_id IN ({_int_list(part)})")
-        self._secure_new_files()
+        self._written()
 
     def search(
         self, vector: npt.NDArray[np.float32], *, depth: int, filters: SearchFilters
@@ -147,7 +148,7 @@ class LanceVectorStore:
         if rows >= ANN_INDEX_MIN_ROWS:
             log.info("building ANN index over %d vectors", rows)
             self._table.create_index(metric="cosine", index_type="IVF_HNSW_SQ", replace=True)
-        self._secure_new_files()
+        self._written()
 
     def drop(self) -> None:
         self._db.drop_table(self.table_name)
@@ -156,6 +157,15 @@ class LanceVectorStore:
         # An overwrite is one new version of ``table``: open readers move to it whole.
         self._db.create_table(table, data=self._table.to_arrow(), mode="overwrite")
         self._secure_new_files()
+
+    def _written(self) -> None:
+        """After a write: its files owner-only, and the count recorded for `status`."""
+        self._secure_new_files()
+        try:
+            rows = self._table.count_rows()
+            record_count(self._directory, self.table_name, self._table.version, rows, self.dim)
+        except OSError as exc:  # only costs the next `status` the slow way
+            log.warning("could not record the vector count of %s: %s", self.table_name, exc)
 
     def _secure_new_files(self) -> None:
         """Make the files and folders written since the last call owner-only: a listing
