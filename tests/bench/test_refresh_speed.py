@@ -1,4 +1,4 @@
-"""Benchmark: `autorag refresh` over an unchanged tree of 10,000 small files (goal ≤ 3 s).
+"""Benchmark: `autorag refresh` over an unchanged tree of 10,000 small files (goal ≤ 2 s).
 
 Run with `pytest -m bench -s tests/bench`. The first refresh indexes the tree (about a
 minute on 2 cores); the timed one is a second, whole-process `autorag refresh`.
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 FILES = 10_000
-GOAL_SECONDS = 3.0
+GOAL_SECONDS = 2.0  # issue 17: the whole command, start-up included
 
 
 @pytest.mark.bench
