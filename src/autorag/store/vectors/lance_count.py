@@ -12,9 +12,11 @@ scheme this code does not know) answers None and the caller opens the table.
 from __future__ import annotations
 
 import json
+import os
+import threading
 from pathlib import Path
 
-from autorag.private_files import write_private
+from autorag.private_files import FILE_MODE
 
 _U64_MAX = 2**64 - 1
 
@@ -29,9 +31,19 @@ def _count_file(directory: Path, table: str) -> Path:
 
 
 def record_count(directory: Path, table: str, version: int, rows: int, dim: int) -> None:
-    """Note that ``version`` of ``table`` holds ``rows`` vectors of ``dim`` numbers."""
-    record = json.dumps({"version": version, "rows": rows, "dim": dim}).encode()
-    write_private(_count_file(directory, table), record, replace=True)  # old or new, whole
+    """Note that ``version`` of ``table`` holds ``rows`` vectors of ``dim`` numbers.
+
+    Written to a new owner-only file and renamed over the old one: a reader sees one or
+    the other, whole. Not synced to disk: a record lost in a crash costs the next
+    ``status`` the slow way, never a wrong count (the version check refuses it).
+    """
+    target = _count_file(directory, table)
+    staged = target.with_name(f".{target.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), FILE_MODE)  # whatever the umask
+        json.dump({"version": version, "rows": rows, "dim": dim}, handle)
+    os.replace(staged, target)
 
 
 def recorded_count(directory: Path, table: str, dim: int) -> int | None:
