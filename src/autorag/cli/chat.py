@@ -272,7 +272,7 @@ def _print_sources(citations: list[Citation]) -> None:
 
 def _where(citation: Citation, citations: list[Citation]) -> str:
     """Section or page; the paragraph too when another source of the same document
-    would read the same."""
+    would read the same, and which part of it when that is the same paragraph too."""
     where = f", page {citation.page}" if citation.page else ""
     if citation.section:
         where = f" — {citation.section}{where}"
@@ -282,7 +282,11 @@ def _where(citation: Citation, citations: list[Citation]) -> str:
         if c.document_id == citation.document_id
         and (c.section, c.page) == (citation.section, citation.page)
     ]
-    return where + (f", ¶{citation.paragraph + 1}" if len(twins) > 1 else "")
+    if len(twins) < 2:
+        return where
+    parts = sorted(c.chunk_id for c in twins if c.paragraph == citation.paragraph)
+    part = f" (part {parts.index(citation.chunk_id) + 1})" if len(parts) > 1 else ""
+    return f"{where}, ¶{citation.paragraph + 1}{part}"
 
 
 def _outcome_json(outcome: ChatOutcome) -> dict[str, Any]:

@@ -1011,13 +1011,18 @@ function paintCompareSources(list, sources) {
 }
 
 /** Where in its document a source is: its section and/or page; with the paragraph too
- *  when another source of the same document would read the same. */
+ *  when another source of the same document would read the same, and which part of it
+ *  when that is the same paragraph too (a long paragraph is split into passages). */
 function sourceWhere(source, sources) {
   const parts = [];
   if (source.section) parts.push(source.section);
   if (source.page) parts.push(`p. ${source.page}`);
   const twins = sources.filter((s) => s.documentId === source.documentId && s.section === source.section && s.page === source.page);
-  if (twins.length > 1) parts.push(`¶ ${source.paragraph + 1}`);
+  if (twins.length > 1) {
+    const passages = twins.filter((s) => s.paragraph === source.paragraph).map((s) => s.chunkId).sort((a, b) => a - b);
+    const part = passages.length > 1 ? ` (part ${passages.indexOf(source.chunkId) + 1})` : "";
+    parts.push(`¶ ${source.paragraph + 1}${part}`);
+  }
   return parts.join(" · ");
 }
 
