@@ -15,11 +15,13 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
-from autorag.cli.main import run
+from autorag.cli.main import app, run
+from autorag.workspace import Workspace
 
 AUTORAG = [sys.executable, "-m", "autorag"]
 # An answer's first search loads the embedding model inside the skill's time limit (30 s by
@@ -88,3 +90,28 @@ def autorag_process(
         timeout=timeout,
         env={**os.environ, **SLOW_MACHINE, **(env or {})},
     )
+
+
+@dataclass
+class WorkspaceCli:
+    """``autorag -w WORKSPACE ...`` through Typer's test runner, for commands whose errors
+    a test inspects as exceptions (the entry point's exit-code mapping is not applied)."""
+
+    workspace: Workspace
+    columns: int | None = None  # the terminal width tables are drawn for
+
+    def __call__(self, *args: str, stdin: str | None = None) -> str:
+        result = self._run(args, stdin)
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    def error(self, *args: str, stdin: str | None = None) -> BaseException | None:
+        result = self._run(args, stdin)
+        assert result.exit_code != 0
+        return result.exception
+
+    def _run(self, args: tuple[str, ...], stdin: str | None) -> Result:
+        env = {"COLUMNS": str(self.columns)} if self.columns else None
+        return CliRunner().invoke(
+            app, ["-w", str(self.workspace.root), *args], input=stdin, env=env
+        )

@@ -4,46 +4,25 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.cli import WorkspaceCli
 from tests.workspaces import new_workspace
-from typer.testing import CliRunner, Result
 
 from autorag.auth import service
-from autorag.cli.main import app
 from autorag.context import open_context
 from autorag.errors import InvalidInput, NotFound
-from autorag.workspace import Workspace
 
 PASSWORD = "long enough password"
 
 
-@dataclass
-class Cli:
-    workspace: Workspace
-
-    def __call__(self, *args: str, stdin: str | None = None) -> str:
-        result = self._run(args, stdin)
-        assert result.exit_code == 0, result.output
-        return result.stdout
-
-    def error(self, *args: str, stdin: str | None = None) -> BaseException | None:
-        result = self._run(args, stdin)
-        assert result.exit_code != 0
-        return result.exception
-
-    def _run(self, args: tuple[str, ...], stdin: str | None) -> Result:
-        return CliRunner().invoke(app, ["-w", str(self.workspace.root), *args], input=stdin)
-
-
 @pytest.fixture
-def invoke(tmp_path: Path, catalog_url: str | None) -> Cli:
-    return Cli(new_workspace(tmp_path / "kb", catalog_url))
+def invoke(tmp_path: Path, catalog_url: str | None) -> WorkspaceCli:
+    return WorkspaceCli(new_workspace(tmp_path / "kb", catalog_url))
 
 
-def test_users_lifecycle(invoke: Cli) -> None:
+def test_users_lifecycle(invoke: WorkspaceCli) -> None:
     invoke("users", "create", "root", "--role", "admin", "--password-stdin", stdin=PASSWORD + "\n")
     invoke("users", "create", "ann", "--password-stdin", stdin=PASSWORD + "\n")
     invoke("users", "grant", "ann", "default")
@@ -62,19 +41,19 @@ def test_users_lifecycle(invoke: Cli) -> None:
     assert [u["username"] for u in json.loads(invoke("users", "list", "--json"))] == ["root"]
 
 
-def test_passwords_are_prompted_twice_without_echo(invoke: Cli) -> None:
+def test_passwords_are_prompted_twice_without_echo(invoke: WorkspaceCli) -> None:
     output = invoke("users", "create", "ann", stdin=f"{PASSWORD}\n{PASSWORD}\n")
     assert PASSWORD not in output and "Created member 'ann'" in output
 
 
-def test_bad_input_raises_from_the_error_tree(invoke: Cli) -> None:
+def test_bad_input_raises_from_the_error_tree(invoke: WorkspaceCli) -> None:
     bad_name = invoke.error("users", "create", "Ann", "--password-stdin", stdin=PASSWORD + "\n")
     assert isinstance(bad_name, InvalidInput)
     assert isinstance(invoke.error("users", "rm", "nobody"), NotFound)
     assert isinstance(invoke.error("keys", "revoke", "nope"), NotFound)
 
 
-def test_keys_lifecycle(invoke: Cli) -> None:
+def test_keys_lifecycle(invoke: WorkspaceCli) -> None:
     invoke("users", "create", "ann", "--password-stdin", stdin=PASSWORD + "\n")
     key = invoke("keys", "create", "nightly", "--user", "ann", "--workspace", "default").strip()
     assert re.fullmatch(r"ark_[a-z0-9]{8}_[a-z0-9]{32}", key)

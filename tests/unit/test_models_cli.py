@@ -6,47 +6,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tests.cli import WorkspaceCli
 from tests.doubles.ollama_server import ScriptedOllama
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.ports import free_port
 from tests.workspaces import new_workspace
-from typer.testing import CliRunner, Result
 
-from autorag.cli.main import app
 from autorag.errors import Conflict, Unavailable
-from autorag.workspace import Workspace
 
 KEY = "sk-cli-Abc123Def456Ghi789"
 
 
-@dataclass
-class Cli:
-    workspace: Workspace
-
-    def __call__(self, *args: str, stdin: str | None = None) -> str:
-        result = self._run(args, stdin)
-        assert result.exit_code == 0, result.output
-        return result.stdout
-
-    def error(self, *args: str, stdin: str | None = None) -> BaseException | None:
-        result = self._run(args, stdin)
-        assert result.exit_code != 0
-        return result.exception
-
-    def _run(self, args: tuple[str, ...], stdin: str | None) -> Result:
-        runner = CliRunner()
-        return runner.invoke(
-            app, ["-w", str(self.workspace.root), *args], input=stdin, env={"COLUMNS": "200"}
-        )
-
-
 @pytest.fixture
-def cli(tmp_path: Path) -> Cli:
-    return Cli(new_workspace(tmp_path / "kb"))
+def cli(tmp_path: Path) -> WorkspaceCli:
+    return WorkspaceCli(new_workspace(tmp_path / "kb"), columns=200)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +38,7 @@ def openai() -> Iterator[ScriptedOpenAI]:
 
 
 def test_with_only_the_builtin_model_list_says_how_to_connect_one(
-    cli: Cli, ollama: ScriptedOllama, monkeypatch: pytest.MonkeyPatch
+    cli: WorkspaceCli, ollama: ScriptedOllama, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{free_port()}")
     out = cli("models", "list")
@@ -76,7 +52,7 @@ def test_with_only_the_builtin_model_list_says_how_to_connect_one(
 
 
 def test_a_connection_is_added_tested_listed_and_removed(
-    cli: Cli, ollama: ScriptedOllama, openai: ScriptedOpenAI
+    cli: WorkspaceCli, ollama: ScriptedOllama, openai: ScriptedOpenAI
 ) -> None:
     out = cli("models", "add", "box", "--kind", "ollama", "--url", ollama.base_url)
     assert "Connected box (Ollama" in out and "llama3.2:3b" in out
@@ -100,7 +76,9 @@ def test_a_connection_is_added_tested_listed_and_removed(
     assert "global default: box/llama3.2:3b" in cli("models", "default")
 
 
-def test_a_server_that_fails_the_test_is_not_saved(cli: Cli, openai: ScriptedOpenAI) -> None:
+def test_a_server_that_fails_the_test_is_not_saved(
+    cli: WorkspaceCli, openai: ScriptedOpenAI
+) -> None:
     nowhere = f"http://127.0.0.1:{free_port()}"
     error = cli.error("models", "add", "gone", "--kind", "ollama", "--url", nowhere)
     assert isinstance(error, Unavailable) and "is the server running?" in error.message
