@@ -17,9 +17,9 @@ import pytest
 from autorag.workspace import init_workspace
 from tests.doubles.ollama_server import ScriptedOllama
 from tests.doubles.script import Text
-from tests.e2e.web_helpers import Server, browser_page
+from tests.e2e.web_helpers import Server, browser_page, playwright_sync_api
 
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = playwright_sync_api()
 expect = sync_api.expect
 
 PASSWORD = "a long enough password"

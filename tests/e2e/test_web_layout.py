@@ -10,7 +10,6 @@ Measured from element boxes, never from timing. Screenshots go to
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,13 +20,16 @@ import pytest
 from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.context import open_context
 from autorag.workspace import Workspace, init_workspace
-from tests.e2e.web_helpers import ARTIFACTS, CHROMIUM, DESKTOP, PHONE, Server, browser_page
+from tests.e2e.web_helpers import (
+    ARTIFACTS,
+    DESKTOP,
+    PHONE,
+    Server,
+    browser_page,
+    playwright_sync_api,
+)
 
-sync_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+sync_api = playwright_sync_api()
 
 expect = sync_api.expect
 expect.set_options(timeout=20_000)

@@ -21,9 +21,9 @@ from autorag.context import open_context
 from autorag.workspace import Workspace, init_workspace
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool, Turn
-from tests.e2e.web_helpers import Server, browser_page
+from tests.e2e.web_helpers import Server, browser_page, playwright_sync_api
 
-sync_api = pytest.importorskip("playwright.sync_api")
+sync_api = playwright_sync_api()
 expect = sync_api.expect
 
 PASSWORD = "a long enough password"

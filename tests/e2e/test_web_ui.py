@@ -9,7 +9,6 @@ Screenshots of every step, light and dark, desktop and phone, are written to
 from __future__ import annotations
 
 import base64
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,21 +23,17 @@ from autorag.p2p.simplex.shapes import Contact, Profile
 from autorag.workspace import Workspace, init_workspace
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.e2e.web_helpers import (
-    CHROMIUM,
     SCRIPTED_ANSWER,
     Server,
     Shots,
     browser_page,
     free_port,
+    playwright_sync_api,
     scripted_turn,
 )
 from tests.samples import write_docx, write_pdf
 
-sync_api = pytest.importorskip("playwright.sync_api")
-if not CHROMIUM.exists():
-    if os.environ.get("CI"):
-        raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
-    pytest.skip(f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True)
+sync_api = playwright_sync_api()
 
 expect = sync_api.expect
 expect.set_options(timeout=15_000)

@@ -31,6 +31,23 @@ CHROMIUM_FLAGS = [
     "--no-first-run",
 ]
 ARTIFACTS = Path(__file__).parent / "artifacts"
+
+
+def playwright_sync_api() -> Any:
+    """Playwright's sync API for a browser test module: the module is skipped where
+    Playwright or Debian's Chromium is missing, except under CI, which installs both."""
+    import pytest
+
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        if os.environ.get("CI"):
+            raise RuntimeError(f"{CHROMIUM} is missing: .ci/run installs Debian's chromium")
+        pytest.skip(
+            f"{CHROMIUM} is not installed (apt-get install chromium)", allow_module_level=True
+        )
+    return sync_api
+
+
 DESKTOP = {"width": 1280, "height": 800}
 PHONE = {"width": 375, "height": 740}
 _SETUP_URL = re.compile(r"(http://\S+/setup#token=\S+)")
