@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, date, datetime, timedelta
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from pypdf import PdfReader
+if TYPE_CHECKING:  # only a type here: reading a .docx or .md must not import pypdf
+    from pypdf import PdfReader
 
 _EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 # Front matter is looked for at the very start of the file, within this many characters.
