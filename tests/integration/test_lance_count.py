@@ -11,9 +11,11 @@ from pathlib import Path
 
 import lancedb
 import numpy as np
+import pytest
 from tests.cli import autorag
 from tests.samples import write_corpus
 
+from autorag.errors import Unavailable
 from autorag.store.vectors.base import VectorRecord
 from autorag.store.vectors.lance_count import recorded_count
 from autorag.store.vectors.lancedb import LanceVectorStore
@@ -72,3 +74,11 @@ def test_status_reads_the_record_without_importing_lancedb(tmp_path: Path) -> No
     assert shown.stderr.strip().endswith("False")
     status = json.loads(shown.stdout)
     assert status["state"] == "ready" and status["vectors"] == status["chunks"] > 0
+
+
+def test_opening_a_table_of_another_size_records_nothing_for_that_size(tmp_path: Path) -> None:
+    LanceVectorStore(tmp_path, "t", DIM).add(_records(1, 3))
+    with pytest.raises(Unavailable, match="reindex"):
+        LanceVectorStore(tmp_path, "t", DIM + 1)
+    assert recorded_count(tmp_path, "t", DIM + 1) is None
+    assert recorded_count(tmp_path, "t", DIM) == 3

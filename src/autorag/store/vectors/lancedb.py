@@ -62,7 +62,7 @@ class LanceVectorStore:
             if recreate:
                 self._db.drop_table(table_name, ignore_missing=True)  # type: ignore[call-arg]
             self._table = self._open_or_create(table_name)
-            self._written()
+            self._secure_new_files()
         except Exception as exc:
             raise Unavailable(f"vector store at {directory} unavailable: {exc}") from exc
         self._exact: tuple[int, ExactIndex] | None = None  # (table version, index)
@@ -72,6 +72,7 @@ class LanceVectorStore:
                 f"vector table {table_name} holds {stored_dim}-dim vectors but the embedding "
                 f"model makes {dim}-dim ones: run `autorag reindex`"
             )
+        self._written()  # the count is recorded for a table of the right size only
 
     def _open_or_create(self, table_name: str) -> Table:
         # Opened, not created with exist_ok: that rejects a table of another vector size
