@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 
 from autorag.errors import InvalidInput
 from autorag.models import SearchFilters
+from autorag.times import as_utc
 
 DOCUMENT_TYPES = frozenset({"pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"})
 
@@ -37,6 +38,6 @@ def _parse(value: str, name: str, *, end_of_day: bool) -> datetime:
         parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise InvalidInput(f"{name}: {value!r} is not an ISO date (YYYY-MM-DD)") from None
-    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    parsed = as_utc(parsed)
     # An exact upper bound is inclusive for people; the filter itself is exclusive.
     return parsed + timedelta(microseconds=1) if end_of_day else parsed
