@@ -16,7 +16,6 @@ from typing import Any
 from fastapi import FastAPI, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
-from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from autorag.api.errors import error_headers
@@ -150,19 +149,3 @@ def _field(loc: Sequence[Any]) -> str | None:
         else:
             name += f".{part}" if name else str(part)
     return name or None
-
-
-class OpenAIRoute(APIRoute):
-    """A route whose every error, its dependencies' and its body's included, answers in
-    OpenAI's shape instead of problem JSON."""
-
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
-
-        async def handle(request: Request) -> Response:
-            try:
-                return await handler(request)
-            except Exception as exc:
-                return error_response(request, exc)
-
-        return handle

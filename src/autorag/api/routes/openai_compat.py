@@ -24,7 +24,7 @@ from autorag.api.auth import Principal, PrincipalDep
 from autorag.api.deps import AppDep, ChatServiceDep, DlpServiceDep, SearchSlots
 from autorag.api.openai.completions import DONE, Completion, data
 from autorag.api.openai.embeddings import EmbeddingModel, embed
-from autorag.api.openai.errors import InvalidParam, ModelNotFound, OpenAIRoute, stream_error
+from autorag.api.openai.errors import InvalidParam, ModelNotFound, stream_error
 from autorag.api.openai.schemas import CompletionBody, EmbeddingBody
 from autorag.api.redaction import WidgetHeader, dlp_session
 from autorag.api.routes.chat import source_out
@@ -36,7 +36,8 @@ from autorag.errors import InvalidInput, NotFound
 from autorag.llm.base import ChatMessage, GenerationOptions
 from autorag.ops import workspaces as ws
 
-router = APIRouter(prefix="/v1", tags=["openai-compatible"], route_class=OpenAIRoute)
+# Its errors answer in OpenAI's shape: api.openai.errors.install_error_handlers.
+router = APIRouter(prefix="/v1", tags=["openai-compatible"])
 OWNER = "autorag"
 
 
