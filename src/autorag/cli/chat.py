@@ -15,12 +15,11 @@ import threading
 from typing import Annotated, Any
 
 import typer
-from rich.markup import escape
 
 from autorag.agent.events import AgentEvent, Emit, PlanEvent, StatusEvent, TokenEvent
 from autorag.chat.service import LOCAL_USER, ChatOutcome, ChatService, ChatTurn, PreparedAnswer
 from autorag.chat.store import get_chat
-from autorag.cli._common import console, err_console, open_app, print_json
+from autorag.cli._common import console, err_console, open_app, print_error, print_json
 from autorag.cli.search import FromOption, JsonFlag, ToOption, TypeOption, cli_filters
 from autorag.context import AppContext
 from autorag.errors import AutoragError
@@ -132,10 +131,10 @@ class _Session:
         except KeyboardInterrupt:
             _say_stopped()
         except AutoragError as exc:
-            _inline_error(exc.message)
+            print_error(exc.message)
         except Exception as exc:  # a fault in one turn must not end the conversation
             log.info("the turn failed", exc_info=True)
-            _inline_error(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+            print_error(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         return True
 
     def _ask(self, question: str) -> None:
@@ -155,7 +154,7 @@ class _Session:
         else:
             close = difflib.get_close_matches(word, [*SLASH_COMMANDS, *EXIT_WORDS], n=1)
             hint = f", did you mean {close[0]}?" if close else ""
-            _inline_error(f"unknown command {word}{hint}")
+            print_error(f"unknown command {word}{hint}")
             _print_commands()
 
     def _switch_model(self, choice: str) -> None:
@@ -165,7 +164,7 @@ class _Session:
         try:
             self.service.check_model(self.app, choice)
         except AutoragError as exc:
-            _inline_error(exc.message)
+            print_error(exc.message)
             self._print_models()
             return
         self.model = choice
@@ -186,10 +185,6 @@ def _print_commands() -> None:
     for usage, what in SLASH_COMMANDS.values():
         console.print(f"  {usage:<{width}}  {what}", highlight=False, markup=False)
     console.print("Anything else is a question. Ctrl+C stops an answer.", highlight=False)
-
-
-def _inline_error(message: str) -> None:
-    err_console.print(f"[red]error:[/red] {escape(message)}", highlight=False)
 
 
 def _say_stopped() -> None:
