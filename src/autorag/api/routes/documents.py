@@ -335,7 +335,6 @@ def download_document(
         headers={
             "Content-Disposition": attachment(original.name),
             "Content-Length": str(original.size),
-            "X-Content-Type-Options": "nosniff",
             "Content-Security-Policy": "default-src 'none'; sandbox",
             "Cache-Control": "private, no-store",
         },
