@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from autorag.errors import NotFound
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, OcrJobRow, OcrPageRow, utcnow
-from autorag.times import as_utc_or_none
+from autorag.times import as_utc, as_utc_or_none
 
 OCR_JOB = "ocr"  # the kind of its job in the durable queue
 JobStatus = Literal[
@@ -294,8 +294,8 @@ def _job(row: Any) -> OcrJob:
         reason=job.reason,
         reviewed_by=job.reviewed_by,
         reviewed_at=as_utc_or_none(job.reviewed_at),
-        created_at=as_utc_or_none(job.created_at) or job.created_at,
-        updated_at=as_utc_or_none(job.updated_at) or job.updated_at,
+        created_at=as_utc(job.created_at),
+        updated_at=as_utc(job.updated_at),
     )
 
 
