@@ -5,12 +5,11 @@ workspace-less call and the terminal chat as separate processes."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.cli import AUTORAG, SLOW_MACHINE, autorag
+from tests.cli import AUTORAG, autorag, autorag_process
 from tests.samples import write_corpus
 
 
@@ -54,13 +53,11 @@ def test_index_search_ask_and_manage_documents(tmp_path: Path) -> None:
     assert answered["modelUsed"] == "extractive/extractive" and answered["citations"]
     models = run_json(kb, "models", "list")
     assert models[0]["id"] == "extractive/extractive" and models[0]["available"]
-    conversation = subprocess.run(
-        [*AUTORAG, "-w", str(kb), "chat"],
+    conversation = autorag_process(
+        "-w",
+        str(kb),
+        "chat",
         input="How long is the refund window?\nWhich courier carries parcels?\n/quit\n",
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, **SLOW_MACHINE},
     )
     assert conversation.returncode == 0, conversation.stderr
     assert "thirty days" in conversation.stdout and "Zephyr" in conversation.stdout

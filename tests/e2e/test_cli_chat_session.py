@@ -10,7 +10,6 @@ import re
 import select
 import signal
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,10 +17,10 @@ from typing import Any
 import pytest
 
 from autorag.workspace import init_workspace
+from tests.cli import AUTORAG
 from tests.doubles import Error, ScriptedOpenAI, Text, Turn
 from tests.doubles.script import message_text
 
-AUTORAG = [sys.executable, "-m", "autorag"]
 PROMPT = "you> "
 # A failure's limit, never a measurement: a busy machine starts Python slowly.
 PATIENCE_S = 120.0

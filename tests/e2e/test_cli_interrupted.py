@@ -15,7 +15,8 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from autorag.workspace import Workspace
-from tests.e2e.test_cli import AUTORAG, run, run_json
+from tests.cli import AUTORAG
+from tests.e2e.test_cli import run, run_json
 from tests.workspaces import catalog_sql, new_workspace
 from tests.workspaces import catalog_url as workspace_catalog
 
