@@ -207,7 +207,6 @@ class ScriptedServer(ABC):
         self._made_up_ids = 0
         self._stopping = threading.Event()
         self._hold_at = ""  # see hold_next_at()
-        self.holding = threading.Event()
         self._released = threading.Event()
         self._server: uvicorn.Server | None = None
         self._thread: threading.Thread | None = None
@@ -232,7 +231,6 @@ class ScriptedServer(ABC):
             self.log.clear()
             self.disconnects = 0
             self._hold_at = ""
-            self.holding.clear()
             self._released.clear()
         return self
 
@@ -331,7 +329,6 @@ class ScriptedServer(ABC):
         """The next answer that streams ``text`` stops right after it until ``release()``:
         a test reads a half-streamed answer without racing the clock."""
         self._released.clear()
-        self.holding.clear()
         self._hold_at = text
 
     def release(self) -> None:
@@ -349,7 +346,6 @@ class ScriptedServer(ABC):
             before, sent = sent, sent + token
             hold = self._hold_at
             if hold and hold in sent and hold not in before:
-                self.holding.set()
                 while not (self._released.is_set() or self._stopping.is_set()):
                     await asyncio.sleep(0.02)
 

@@ -4,7 +4,7 @@ reported as ``finish="length"``."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -20,7 +20,6 @@ from autorag.llm.openai_compat import OpenAICompatProvider
 ASK = [ChatMessage("user", "How long is the refund window?")]
 SEARCH = ToolSpec("rag_search", "search", {"type": "object"})
 SCHEMA = {"type": "object", "properties": {"days": {"type": "integer"}}}
-Connect = Callable[[ScriptedServer], ServerLLMProvider]
 
 
 @pytest.fixture(scope="module")
