@@ -275,7 +275,7 @@ class ModelRouter:
         self.sync()
         explicit = choices[0] if choices else None
         if explicit:
-            self.check_choice(explicit, local_only=local_only)
+            self._check_choice(explicit, local_only)
         # No choice at all (an empty environment default): the built-in provider.
         given = [c for c in (*choices, self.env_default) if c] or [EXTRACTIVE]
         chain = self._chain(given, local_only)
@@ -293,6 +293,9 @@ class ModelRouter:
         """Refuse a chosen model that names no configured provider, or is not local in a
         local-only workspace."""
         self.sync()
+        self._check_choice(choice, local_only)
+
+    def _check_choice(self, choice: str, local_only: bool) -> None:
         target = self._target(ModelRef.parse(choice))
         if local_only and not target.provider.local:
             raise Forbidden(
