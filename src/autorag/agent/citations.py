@@ -24,20 +24,12 @@ from dataclasses import replace
 
 from autorag.agent.events import AgentEvent, Emit, TokenEvent
 from autorag.models import Citation
+from autorag.retrieval.grounding import CITATION_MARKER, passage_key
 
-# The markers grounding.cited_numbers reads: "[3]", "[1, 3]"; up to 6 digits each.
-MARKER = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})*)\]")
 # What may still become a marker at the end of streamed text: held back until complete.
 _OPEN = re.compile(r"\[[\d,\s]{0,200}$")
 
-Key = tuple[int, int]
-
-
-def passage_key(citation: Citation) -> Key:
-    """Citations of the same passage (chunk) share a key; others are their own."""
-    if citation.chunk_id > 0:
-        return (citation.document_id, citation.chunk_id)
-    return (0, -citation.number)
+Key = tuple[int, int]  # a passage, as grounding.passage_key names it
 
 
 class Renumbering:
@@ -54,8 +46,10 @@ class Renumbering:
     # -- the text ----------------------------------------------------------------------------
     def rewrite(self, text: str) -> str:
         """``text`` with every known source's marker renumbered (first use numbers it)."""
+        if not CITATION_MARKER.search(text):  # most streamed pieces hold no marker
+            return text
         keys = {c.number: passage_key(c) for c in self._sources()}
-        return MARKER.sub(lambda m: self._marker(m, keys), text)
+        return CITATION_MARKER.sub(lambda m: self._marker(m, keys), text)
 
     def feed(self, text: str) -> str:
         """The streamed ``text`` rewritten; a possibly unfinished marker is held back."""

@@ -29,13 +29,14 @@ MIN_SHARED_TERMS = 2
 LONG_TERM_CHARS = 8
 MIN_TERM_CHARS = 3  # shorter words ("us", "go") match by accident
 # "[3]" and also "[1, 3]", which models write too; up to 6 digits keeps int() cheap.
-_CITE = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})*)\]")
+# An answer's citation markers: "[3]", "[1, 3]"; up to 6 digits each.
+CITATION_MARKER = re.compile(r"\[(\d{1,6}(?:\s*,\s*\d{1,6})*)\]")
 _WORD = re.compile(r"\w+")
 
 
 def cited_numbers(answer: str) -> set[int]:
     """The ``n`` of every ``[n]`` (or ``[n, m]``) in the answer."""
-    return {int(n) for group in _CITE.findall(answer) for n in group.split(",")}
+    return {int(n) for group in CITATION_MARKER.findall(answer) for n in group.split(",")}
 
 
 def ground_citations(
@@ -59,17 +60,26 @@ def needs_disclaimer(answer: str, grounded: Sequence[Citation]) -> bool:
     return substantive and not grounded
 
 
+def passage_key(citation: Citation) -> tuple[int, int]:
+    """Citations of the same passage (chunk) share a key; others are their own.
+
+    The chunk's key is (document id, chunk id): chat attachments number their chunks in
+    a table of their own and use negative document ids, so the pair never collides.
+    """
+    if citation.chunk_id > 0:
+        return (citation.document_id, citation.chunk_id)
+    return (0, -citation.number)
+
+
 def _dedupe(citations: Sequence[Citation], cited: set[int]) -> list[Citation]:
     """One citation per chunk: the cited ones (all of them), else the best-scored one.
 
-    The key is (document id, chunk id): chat attachments number their chunks in a table
-    of their own and use negative document ids, so the pair never collides. Citations
-    without a chunk (id <= 0: memory, web) are not deduplicated.
+    Citations without a chunk (id <= 0: memory, web) are not deduplicated.
     """
     groups: dict[tuple[int, int], list[int]] = defaultdict(list)
     for index, citation in enumerate(citations):
         if citation.chunk_id > 0:
-            groups[(citation.document_id, citation.chunk_id)].append(index)
+            groups[passage_key(citation)].append(index)
     dropped: set[int] = set()
     for members in groups.values():
         keep = [i for i in members if citations[i].number in cited]
@@ -115,7 +125,7 @@ def _overlaps(text: str, answer_terms: frozenset[str]) -> bool:
 
 
 def _content_terms(text: str) -> frozenset[str]:
-    return frozenset(_content(stems(_CITE.sub(" ", text))))
+    return frozenset(_content(stems(CITATION_MARKER.sub(" ", text))))
 
 
 def _content(terms: Iterable[str]) -> Iterable[str]:
@@ -131,4 +141,4 @@ def _has_digit(term: str) -> bool:
 
 
 def _is_short(answer: str) -> bool:
-    return len(_WORD.findall(_CITE.sub(" ", answer))) < MIN_ANSWER_WORDS
+    return len(_WORD.findall(CITATION_MARKER.sub(" ", answer))) < MIN_ANSWER_WORDS
