@@ -81,11 +81,8 @@ Redaction = Callable[[ParsedDocument], ParsedDocument]
 
 
 def file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 def _shown(message: str, item: IngestItem) -> str:

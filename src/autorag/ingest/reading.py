@@ -17,6 +17,7 @@ redacts (or was redacted at ingest), and when its text is not known (not process
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
@@ -341,18 +342,11 @@ def _check_dlp(engine: Engine, document: DocumentRow, dlp: DlpSession | None) ->
         )
 
 
-def _same_content(handle: BinaryIO, content_hash: str | None) -> bool:
+def _same_content(handle: io.BufferedReader, content_hash: str | None) -> bool:
     if not content_hash:
         return False
-    return _hash_of(handle) == content_hash
-
-
-def _hash_of(handle: BinaryIO) -> str:
-    """SHA-256 of the file, as the index computed it (pipeline.file_hash)."""
-    digest = hashlib.sha256()
-    while block := handle.read(_READ_BLOCK):
-        digest.update(block)
-    return digest.hexdigest()
+    # SHA-256 of the file, as the index computed it (pipeline.file_hash).
+    return hashlib.file_digest(handle, "sha256").hexdigest() == content_hash
 
 
 def _file_name(document: DocumentRow) -> str:
