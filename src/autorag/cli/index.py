@@ -191,8 +191,7 @@ def add(
     workspace.write_config(config)
     for root in roots:
         following_note = "  (links followed)" if root.path in ingest["follow_links"] else ""
-        namespace = f"/{root.prefix}/" if Path(root.path).is_dir() else f"/{root.prefix}"
-        console.print(f"  {namespace}  ←  {root.path}{following_note}", highlight=False)
+        console.print(f"  {_namespace(root)}  ←  {root.path}{following_note}", highlight=False)
     console.print("Run `autorag refresh` to index them.")
 
 
@@ -374,14 +373,18 @@ def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     _print_status(readiness, app.roots)
 
 
+def _namespace(root: SourceRoot) -> str:
+    """The ids a search path's files get: ``/prefix/…`` for a folder, ``/prefix`` for a file."""
+    return f"/{root.prefix}/" if Path(root.path).is_dir() else f"/{root.prefix}"
+
+
 def _print_status(readiness: Readiness, roots: list[SourceRoot]) -> None:
     colour = {"ready": "green", "degraded": "yellow", "configured": "cyan"}.get(
         readiness.state, "red"
     )
     console.print(f"[bold {colour}]{readiness.state}[/] — {readiness.reason}", highlight=False)
     for root in roots:
-        namespace = f"/{root.prefix}/" if Path(root.path).is_dir() else f"/{root.prefix}"
-        console.print(f"  search path {namespace} ← {root.path}", highlight=False)
+        console.print(f"  search path {_namespace(root)} ← {root.path}", highlight=False)
     counts = ", ".join(f"{n} {s}" for s, n in sorted(readiness.documents.items())) or "none"
     console.print(f"documents: {counts}; chunks: {readiness.chunks}; vectors: {readiness.vectors}")
     if readiness.last_refresh:
