@@ -308,6 +308,23 @@ def server_max_tokens(options: GenerationOptions, tools: Sequence[ToolSpec]) -> 
     return None if tools else options.max_tokens
 
 
+def sampling_fields(
+    options: GenerationOptions, tools: Sequence[ToolSpec], *, max_tokens_key: str
+) -> dict[str, Any]:
+    """The generation options set for a call, by the names both wire dialects share
+    (the cap on tokens under the dialect's own name); unset ones are left out."""
+    fields: dict[str, Any] = {
+        "temperature": options.temperature,
+        "top_p": options.top_p,
+        max_tokens_key: server_max_tokens(options, tools),
+        "seed": options.seed,
+        "presence_penalty": options.presence_penalty,
+        "frequency_penalty": options.frequency_penalty,
+        "stop": list(options.stop) or None,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
 def bounded(
     deltas: Iterable[LLMDelta], options: GenerationOptions, tools: Sequence[ToolSpec]
 ) -> Iterator[LLMDelta]:

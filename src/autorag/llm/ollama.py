@@ -18,7 +18,7 @@ from autorag.llm._wire import (
     openai_tools,
     optional_int,
     plain,
-    server_max_tokens,
+    sampling_fields,
     tool_call,
     usage_delta,
 )
@@ -113,16 +113,7 @@ class OllamaProvider(ServerLLMProvider):
 
 def _options(options: GenerationOptions, tools: Sequence[ToolSpec]) -> dict[str, Any]:
     """Ollama's ``options`` for a call: only what was set."""
-    settings: dict[str, Any] = {
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "num_predict": server_max_tokens(options, tools),
-        "seed": options.seed,
-        "presence_penalty": options.presence_penalty,
-        "frequency_penalty": options.frequency_penalty,
-        "stop": list(options.stop) or None,
-    }
-    return {key: value for key, value in settings.items() if value is not None}
+    return sampling_fields(options, tools, max_tokens_key="num_predict")
 
 
 def _tool_call(call: dict[str, Any]) -> LLMDelta:

@@ -22,7 +22,7 @@ from autorag.llm._wire import (
     openai_tools,
     optional_int,
     plain,
-    server_max_tokens,
+    sampling_fields,
     tool_call,
     usage_delta,
 )
@@ -94,17 +94,11 @@ class OpenAICompatProvider(ServerLLMProvider):
 
 def _options(options: GenerationOptions, tools: Sequence[ToolSpec]) -> dict[str, Any]:
     """The request's generation fields: only what was set."""
-    fields: dict[str, Any] = {
-        "temperature": options.temperature,
-        "top_p": options.top_p,
-        "max_tokens": server_max_tokens(options, tools),
-        "seed": options.seed,
-        "presence_penalty": options.presence_penalty,
-        "frequency_penalty": options.frequency_penalty,
-        "stop": list(options.stop) or None,
-        "response_format": _response_format(options.json),
-    }
-    return {key: value for key, value in fields.items() if value is not None}
+    fields = sampling_fields(options, tools, max_tokens_key="max_tokens")
+    response_format = _response_format(options.json)
+    if response_format is not None:
+        fields["response_format"] = response_format
+    return fields
 
 
 def _response_format(json_format: JsonFormat | None) -> dict[str, Any] | None:
