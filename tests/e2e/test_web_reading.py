@@ -22,6 +22,7 @@ from autorag.workspace import Workspace, init_workspace
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool, Turn
 from tests.e2e.web_helpers import Server, browser_page, playwright_sync_api
+from tests.integration.conftest import PROCESSED, PROCESSED_WAIT_S
 
 sync_api = playwright_sync_api()
 expect = sync_api.expect
@@ -59,13 +60,12 @@ def _upload(url: str, key: str, files: list[Path]) -> None:
             )
             assert sent.status_code == 202, sent.text
             ids.append(sent.json()["id"])
+        deadline = time.monotonic() + PROCESSED_WAIT_S  # a generous wait, not a measure
         for document_id in ids:
-            while (
-                status := api.get(f"/api/workspaces/default/documents/{document_id}").json()[
-                    "status"
-                ]
-            ) not in ("ready", "failed"):
-                time.sleep(0.2)  # polled as the UI does; no deadline raced
+            path = f"/api/workspaces/default/documents/{document_id}"
+            while (status := api.get(path).json()["status"]) not in PROCESSED:
+                assert time.monotonic() < deadline, f"document {document_id} still {status}"
+                time.sleep(0.2)  # polled as the UI does
             assert status == "ready"
 
 
