@@ -14,6 +14,15 @@ from autorag.errors import AutoragError, RateLimited, Unauthorized
 
 log = logging.getLogger(__name__)
 PROBLEM_JSON = "application/problem+json"
+# The stable code of an error raised as a plain HTTP status (routing, Starlette).
+HTTP_CODES = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    429: "rate_limited",
+}
 
 
 def problem(
@@ -56,14 +65,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {
-            401: "unauthorized",
-            403: "forbidden",
-            404: "not_found",
-            405: "method_not_allowed",
-            413: "payload_too_large",
-            429: "rate_limited",
-        }.get(exc.status_code, "http_error")
+        code = HTTP_CODES.get(exc.status_code, "http_error")
         response = problem(exc.status_code, code, str(exc.detail), instance=request.url.path)
         for key, value in (exc.headers or {}).items():
             response.headers[key] = value

@@ -18,7 +18,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from autorag.api.errors import error_headers
+from autorag.api.errors import HTTP_CODES, error_headers
 from autorag.errors import AutoragError, InvalidInput, NotFound
 
 log = logging.getLogger(__name__)
@@ -29,7 +29,6 @@ _TYPES = {
     429: "rate_limit_error",
 }
 _TYPE_NAMES = frozenset({"str", "int", "float", "bool", "none", "list", "dict"})
-_HTTP_CODES = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
 
 
 class InvalidParam(InvalidInput):
@@ -108,7 +107,7 @@ def error_response(request: Request, exc: Exception) -> JSONResponse:
         status, body = 400, _validation_body(exc)
     elif isinstance(exc, StarletteHTTPException):
         status = exc.status_code
-        code = _HTTP_CODES.get(status, "http_error")
+        code = HTTP_CODES.get(status, "http_error")
         body = error_body(status, str(exc.detail), code)
         headers.update(exc.headers or {})
     else:
