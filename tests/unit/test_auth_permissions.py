@@ -11,9 +11,17 @@ from autorag.auth.permissions import (
     ROLES,
     effective_scope,
     is_allowed,
+    may_write_archive,
 )
 
-MEMBER = {"documents:read", "documents:write", "search:read", "chat:use", "keys:write"}
+MEMBER = {
+    "documents:read",
+    "documents:write",
+    "search:read",
+    "chat:use",
+    "keys:write",
+    "archive:read",
+}
 MANAGER = MEMBER | {"workspaces:write", "archive:write", "policy:write"}
 
 
@@ -65,3 +73,25 @@ def test_effective_scope() -> None:
     assert effective_scope("member", ["a", "b"], None) == {"a", "b"}
     assert effective_scope("member", ["a"], ["b"]) == frozenset()  # a key cannot widen
     assert effective_scope("manager", ["a", "b"], ["b", "c"]) == {"b"}
+
+
+@pytest.mark.parametrize(
+    ("role", "scope", "writers", "expected"),
+    [
+        ("manager", None, (), True),  # archive:write: every archive of the workspace
+        ("admin", None, (), True),
+        ("member", None, (), False),  # reads, writes nothing without the grant
+        ("member", None, ("someone",), False),
+        ("member", None, ("mem",), True),  # named among the archive's writers
+        ("member", frozenset({"b"}), ("mem",), False),  # not in this workspace at all
+        ("", None, ("mem",), False),  # no role: nothing, named or not
+    ],
+)
+def test_who_may_write_an_archive(
+    role: str, scope: frozenset[str] | None, writers: tuple[str, ...], expected: bool
+) -> None:
+    def can(permission: str) -> bool:
+        return is_allowed(role, "api_key", scope, permission, "a")
+
+    assert may_write_archive(can, "mem", writers) is expected
+    assert not may_write_archive(can, None, writers) or role in ("manager", "admin")

@@ -6,7 +6,7 @@ and guards its routes with it; nothing else decides access.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 ROLES = ("admin", "manager", "member")
 
@@ -17,9 +17,12 @@ _MEMBER = frozenset(
         "search:read",
         "chat:use",
         "keys:write",  # manage one's own API keys
+        "archive:read",  # the workspace's archives (wiki pages)
     }
 )
 # policy:write changes which sources peers may get (autorag.sources.policy).
+# archive:write creates archives and writes every page of them; a member may write the
+# pages of an archive that names them among its writers (may_write_archive).
 _MANAGER = _MEMBER | {"workspaces:write", "archive:write", "policy:write"}
 _ADMIN = _MANAGER | {
     "p2p:admin",
@@ -87,6 +90,24 @@ def is_allowed(
     if permission in PROTECTED and not is_protected_caller(via, key_scopes):
         return False
     return workspace is None or in_scope(scope, workspace)
+
+
+ARCHIVE_READ = "archive:read"
+ARCHIVE_WRITE = "archive:write"
+
+
+def may_write_archive(
+    can: Callable[[str], bool], username: str | None, writers: Collection[str]
+) -> bool:
+    """Whether a caller may write one archive's pages (save, rename, restore, delete,
+    import): holding ``archive:write`` in its workspace (managers, admins), or holding
+    ``archive:read`` there and being named in the archive's ``writers`` (a member a
+    manager or admin granted it). ``can(permission)`` answers for the archive's
+    workspace (``Principal.can`` or ``SkillContext.can``); creating, changing (the
+    writers among it) and deleting the archive itself need ``archive:write``."""
+    if can(ARCHIVE_WRITE):
+        return True
+    return username is not None and username in writers and can(ARCHIVE_READ)
 
 
 def in_scope(scope: frozenset[str] | None, workspace: str) -> bool:

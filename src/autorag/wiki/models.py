@@ -17,6 +17,9 @@ class ArchiveConfig:
     allow_agent_writes: bool = False
     # Synthesis (issue 19): only a local model may read this archive's sources.
     local_llm_only: bool = False
+    # Members (by user name) a manager or admin let write this archive's pages, besides
+    # those holding archive:write (autorag.auth.permissions.may_write_archive).
+    writers: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
