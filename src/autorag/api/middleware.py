@@ -4,8 +4,9 @@ every response carries.
 ``BodyLimit`` refuses a body over its route's cap with 413 problem JSON: at once when the
 ``Content-Length`` says so, else as soon as the streamed bytes (chunked, or a lying
 length) pass the cap, so an oversized body is never buffered whole nor parsed. Uploads
-(documents, chat attachments) may be ``server.max_upload_mb`` plus the multipart framing;
-every other body (search, chat, the rest of the JSON API) ``server.max_body_kb``.
+(documents, chat attachments, an archive's import) may be ``server.max_upload_mb`` plus
+the multipart framing; a wiki page saved or previewed ``PAGE_BODY_BYTES``; every other
+body (search, chat, the rest of the JSON API) ``server.max_body_kb``.
 
 ``SecurityHeaders`` adds ``X-Content-Type-Options: nosniff`` to every response and
 ``Cache-Control: no-store`` to the API's, unless the route chose its own caching.
@@ -28,7 +29,13 @@ from autorag.ingest.parsers.guards import human_size
 # The upload receiver's own bounds serve here too: FORM_OVERHEAD_BYTES of multipart framing
 # around the file, and DRAIN_MAX_BYTES of a refused body read and dropped so that a client
 # still sending it sees the 413 rather than a reset connection (past it: closed).
-UPLOAD_PATH = re.compile(r"^/api/workspaces/[^/]+/(documents|chats/[^/]+/attachments)/?$")
+UPLOAD_PATH = re.compile(
+    r"^/api/workspaces/[^/]+/(documents|chats/[^/]+/attachments|archives/[^/]+/import)/?$"
+)
+# A wiki page's markdown (up to 2 MB, autorag.wiki) saved or previewed as JSON, where
+# escaping may swell it: this cap, or server.max_body_kb when that is larger.
+PAGE_PATH = re.compile(r"^/api/workspaces/[^/]+/archives/[^/]+/pages/.+$")
+PAGE_BODY_BYTES = 8 * 1024**2
 API_PATH = re.compile(r"^/(api|v1)/")
 NOSNIFF = ("x-content-type-options", "nosniff")
 
@@ -51,6 +58,8 @@ class BodyLimit:
     def limit_for(self, method: str, path: str) -> int:
         if method in ("POST", "PUT") and UPLOAD_PATH.match(path):
             return self.upload_bytes
+        if method in ("POST", "PUT") and PAGE_PATH.match(path):
+            return max(self.body_bytes, PAGE_BODY_BYTES)
         return self.body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
 from urllib.parse import unquote
@@ -42,8 +43,16 @@ _FEED_BYTES = 1024**2  # body bytes handed to the parser thread at a time
 _MAX_FIELD_BYTES = 64 * 1024
 
 
-async def receive_upload(request: Request, incoming: Path, limit: int) -> ReceivedFile:
+async def receive_upload(
+    request: Request,
+    incoming: Path,
+    limit: int,
+    *,
+    file_type: Callable[[str], str] = upload_type,
+) -> ReceivedFile:
     """The request's ``file`` part, written under ``incoming``; at most ``limit`` bytes.
+    ``file_type`` names the type a file name claims, refusing (415) what is not
+    accepted: by default the document types ingest takes.
 
     On a refusal the partial file is removed and the rest of the body read and dropped
     (bounded), so the client sees the answer.
@@ -53,7 +62,9 @@ async def receive_upload(request: Request, incoming: Path, limit: int) -> Receiv
         if int(declared) <= DRAIN_MAX_BYTES:
             await _drain(request)
         raise PayloadTooLarge(f"the upload is over the {human_size(limit)} limit")
-    receiver = MultipartReceiver(request.headers.get("content-type"), incoming, max_bytes=limit)
+    receiver = MultipartReceiver(
+        request.headers.get("content-type"), incoming, max_bytes=limit, file_type=file_type
+    )
     read = 0
     buffer = bytearray()
     try:
@@ -99,7 +110,14 @@ class MultipartReceiver:
     end with :meth:`finish`; call :meth:`discard` on any error to remove the partial file.
     """
 
-    def __init__(self, content_type: str | None, directory: Path, *, max_bytes: int) -> None:
+    def __init__(
+        self,
+        content_type: str | None,
+        directory: Path,
+        *,
+        max_bytes: int,
+        file_type: Callable[[str], str] = upload_type,
+    ) -> None:
         mime, params = parse_options_header(content_type or "")
         if mime != b"multipart/form-data":
             raise UnsupportedMediaType(
@@ -110,6 +128,7 @@ class MultipartReceiver:
             raise MalformedUpload("the multipart body has no boundary")
         self.directory = directory
         self.max_bytes = max_bytes
+        self._file_type = file_type
         self._headers: list[tuple[bytes, bytes]] = []
         self._field = b""
         self._value = b""
@@ -198,7 +217,7 @@ class MultipartReceiver:
         if self._path is not None:
             raise InvalidInput("upload one file per request", code="too_many_files")
         self._filename = filename
-        doc_type = upload_type(sanitize_filename(filename))  # 415 before any byte is stored
+        doc_type = self._file_type(sanitize_filename(filename))  # 415 before a byte is stored
         make_private_dir(self.directory)
         self._path = self.directory / f"{secrets.token_hex(16)}.{doc_type}"
         self._sink = create_private(self._path)
