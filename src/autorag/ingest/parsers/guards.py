@@ -85,7 +85,7 @@ def _check_zip_container(path: Path, limits: IngestLimits) -> None:
             entries = archive.infolist()
     except (zipfile.BadZipFile, EOFError, ValueError) as exc:
         raise ParseError(_not_a_container_message(path), reason="corrupt") from exc
-    _check_entries(path.name, entries, limits)
+    check_zip_entries(path.name, entries, limits)
 
 
 def _not_a_container_message(path: Path) -> str:
@@ -99,7 +99,9 @@ def _not_a_container_message(path: Path) -> str:
     return message
 
 
-def _check_entries(name: str, entries: list[zipfile.ZipInfo], limits: IngestLimits) -> None:
+def check_zip_entries(name: str, entries: list[zipfile.ZipInfo], limits: IngestLimits) -> None:
+    """Raise ``ParseError`` (reason ``zip_bomb``) when a zip's central directory promises
+    too many entries, too many unpacked bytes, or too high a ratio; nothing is unpacked."""
     if len(entries) > limits.max_zip_entries:
         raise ParseError(
             f"{name} holds {len(entries)} zip entries, over the limit of {limits.max_zip_entries}",
