@@ -40,6 +40,17 @@ class Conflict(AutoragError):
     status = 409
 
 
+class StaleVersion(Conflict):
+    """A save based on a version that is no longer the current one (optimistic
+    concurrency): ``current_version`` is the one to base a retry on."""
+
+    code = "stale_version"
+
+    def __init__(self, message: str, *, current_version: int) -> None:
+        super().__init__(message)
+        self.current_version = current_version
+
+
 class Unavailable(AutoragError):
     code = "unavailable"
     status = 503

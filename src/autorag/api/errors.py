@@ -10,7 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from autorag.errors import AutoragError, RateLimited, Unauthorized
+from autorag.errors import AutoragError, RateLimited, StaleVersion, Unauthorized
 
 log = logging.getLogger(__name__)
 PROBLEM_JSON = "application/problem+json"
@@ -46,7 +46,9 @@ def problem(
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(AutoragError)
     async def autorag_error(request: Request, exc: AutoragError) -> JSONResponse:
-        response = problem(exc.status, exc.code, exc.message, instance=request.url.path)
+        response = problem(
+            exc.status, exc.code, exc.message, instance=request.url.path, **error_fields(exc)
+        )
         response.headers.update(error_headers(exc))
         return response
 
@@ -75,6 +77,13 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s", request.url.path)
         return problem(500, "internal_error", "internal error", instance=request.url.path)
+
+
+def error_fields(exc: AutoragError) -> dict[str, Any]:
+    """What the body carries besides the code: the version a stale save should build on."""
+    if isinstance(exc, StaleVersion):
+        return {"current_version": exc.current_version}
+    return {}
 
 
 def error_headers(exc: AutoragError) -> dict[str, str]:

@@ -160,3 +160,16 @@ class ImportReport:
     updated: list[str] = field(default_factory=list)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     attachments: int = 0
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A file kept with an archive (an imported vault's images, a PDF the UI uploaded)."""
+
+    archive_id: int
+    name: str  # a normalised path under the archive: "images/diagram.png"
+    media_type: str
+    size: int
+    sha256: str
+    created_at: datetime
+    created_by: str

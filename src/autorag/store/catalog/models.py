@@ -34,6 +34,8 @@ class WorkspaceRow(Base):
     name: Mapped[str] = mapped_column(String(200), unique=True)
     short_id: Mapped[str] = mapped_column(String(16), unique=True)
     settings: Mapped[str] = mapped_column(Text, default="{}")  # JSON, per-workspace options
+    # workspace: people's; archive: an archive's hidden index namespace ("archive:<id>").
+    kind: Mapped[str] = mapped_column(String(16), default="workspace", server_default="workspace")
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
 
 
