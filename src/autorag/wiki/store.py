@@ -217,7 +217,11 @@ def batches(items: Iterable[T], size: int = _IN_BATCH) -> Iterator[list[T]]:
 # -- archives ---------------------------------------------------------------------------
 def config_json(config: ArchiveConfig) -> str:
     return json.dumps(
-        {"allow_agent_writes": config.allow_agent_writes, "local_llm_only": config.local_llm_only}
+        {
+            "allow_agent_writes": config.allow_agent_writes,
+            "local_llm_only": config.local_llm_only,
+            "writers": list(config.writers),
+        }
     )
 
 
@@ -229,6 +233,7 @@ def _config(raw: str) -> ArchiveConfig:
     return ArchiveConfig(
         allow_agent_writes=bool(data.get("allow_agent_writes", False)),
         local_llm_only=bool(data.get("local_llm_only", False)),
+        writers=tuple(str(name) for name in data.get("writers") or () if isinstance(name, str)),
     )
 
 
