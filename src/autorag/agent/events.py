@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from autorag.models import Citation
 
@@ -29,7 +30,24 @@ class CitationsEvent:
     citations: tuple[Citation, ...]
 
 
-AgentEvent = TokenEvent | StatusEvent | PlanEvent | CitationsEvent
+@dataclass(frozen=True)
+class WikiEditEvent:
+    """An edit of an archive page by the agent (``wiki_write``): proposed and awaiting the
+    user's confirmation (``applied`` False: the client saves it with ``base_version``),
+    or already saved (the archive lets the agent write)."""
+
+    archive_id: int
+    archive: str  # the archive's name
+    path: str
+    action: Literal["create", "update"]
+    diff: str  # unified diff of the page's markdown, old to new
+    applied: bool
+    title: str
+    body: str
+    base_version: int | None  # the version the edit was made on (None: a new page)
+
+
+AgentEvent = TokenEvent | StatusEvent | PlanEvent | CitationsEvent | WikiEditEvent
 Emit = Callable[[AgentEvent], None]
 
 

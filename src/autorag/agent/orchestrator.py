@@ -75,6 +75,11 @@ STOPPED = {
     "unknown_tool_breaker": "the model kept calling tools that do not exist",
     "aborted": "the answer was stopped",
 }
+# Told to the model when the question is asked about an archive (its name is a slug).
+ARCHIVE_NOTE = (
+    "The question is about the archive '{archive}': search its pages with wiki_query; "
+    "rag_search also looks there when the documents have nothing."
+)
 # Skills run here so a slow one can be abandoned at its timeout; a shared pool (an
 # explicit cache) keeps thread start-up out of every call.
 _SKILL_POOL = ThreadPoolExecutor(max_workers=8, thread_name_prefix="skill")
@@ -94,6 +99,9 @@ class AgentRequest:
     caller: Caller | None = None
     # Sampling and limits for every model call (the OpenAI-compatible API's options).
     options: GenerationOptions = DEFAULT_OPTIONS
+    # An archive of the workspace the question is about, by name: the archive skills'
+    # default and rag_search's fallback (``autorag ask --archive``). None: none named.
+    archive: str | None = None
 
 
 @dataclass
@@ -220,6 +228,8 @@ class Orchestrator:
             filters=self.request.filters,
             k=self.limits.search_k,
             first_citation_number=len(self.citations) + 1,
+            emit=self.emit,
+            archive=self.request.archive,
         )
 
     def _loop(self, messages: list[ChatMessage]) -> tuple[str, AbortReason, int]:
@@ -425,13 +435,16 @@ class Orchestrator:
             self.emit = emit
 
     def _system(self, request: AgentRequest, plan: str | None) -> str:
-        return system_prompt(
+        prompt = system_prompt(
             self.config,
             workspace=self.app.info.name,
             skills=list(self.skills),
             custom_instructions=request.custom_instructions,
             plan=plan,
         )
+        if request.archive:
+            prompt += "\n\n" + ARCHIVE_NOTE.format(archive=request.archive)
+        return prompt
 
     def _final_answer(self, messages: list[ChatMessage]) -> str:
         """Tools off: answer from what was found."""

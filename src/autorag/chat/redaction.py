@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from autorag.agent.events import AgentEvent, CitationsEvent, Emit, TokenEvent
+from autorag.agent.events import AgentEvent, CitationsEvent, Emit, TokenEvent, WikiEditEvent
 from autorag.dlp.service import DlpSession
 from autorag.models import Citation
 
@@ -36,6 +36,20 @@ class RedactingEmitter:
             self.flush()  # the answer is complete before its sources are sent
             self.citations = self.redact_citations(list(event.citations))
             self.emit(CitationsEvent(tuple(self.citations)))
+        elif isinstance(event, WikiEditEvent):  # the model may write what it read
+            title, body, diff = self.session.scan_many(
+                [event.title, event.body, event.diff], channel="chat_output"
+            )
+            # the answer's DLP warning covers what the edit had redacted too
+            self.citations_redacted |= title.has_match or body.has_match or diff.has_match
+            self.emit(
+                replace(
+                    event,
+                    title=title.redacted_text,
+                    body=body.redacted_text,
+                    diff=diff.redacted_text,
+                )
+            )
         else:
             self.emit(event)
 

@@ -68,6 +68,7 @@ class ChatTurn:
     # The conversation so far, when the caller holds it (OpenAI clients send it).
     history: Sequence[ChatMessage] | None = None
     options: GenerationOptions = DEFAULT_OPTIONS  # sampling and limits (OpenAI clients)
+    archive: str | None = None  # an archive the question is about (ask --archive), by name
 
 
 @dataclass(frozen=True)
@@ -158,6 +159,7 @@ class ChatService:
                 turn.plan_mode,
                 caller_of(app, user),
                 turn.options,
+                turn.archive,
             )
         except BaseException:
             release()

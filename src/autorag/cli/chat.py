@@ -16,7 +16,14 @@ from typing import Annotated, Any
 
 import typer
 
-from autorag.agent.events import AgentEvent, Emit, PlanEvent, StatusEvent, TokenEvent
+from autorag.agent.events import (
+    AgentEvent,
+    Emit,
+    PlanEvent,
+    StatusEvent,
+    TokenEvent,
+    WikiEditEvent,
+)
 from autorag.chat.service import LOCAL_USER, ChatOutcome, ChatService, ChatTurn, PreparedAnswer
 from autorag.chat.store import get_chat
 from autorag.cli._common import console, err_console, open_app, print_error, print_json
@@ -27,6 +34,10 @@ from autorag.models import Citation
 
 ModelOption = Annotated[
     str | None, typer.Option("--model", "-m", help="provider/model to answer with.")
+]
+ArchiveOption = Annotated[
+    str | None,
+    typer.Option("--archive", help="An archive (its name) the questions are about."),
 ]
 EXIT_WORDS = {"/quit", "/exit", ":q"}
 log = logging.getLogger(__name__)
@@ -47,8 +58,12 @@ def ask(
     date_from: FromOption = None,
     date_to: ToOption = None,
     as_json: JsonFlag = False,
+    archive: ArchiveOption = None,
 ) -> None:
     """Answer a question from the documents, with numbered \\[n] citations.
+
+    With --archive the agent also reads that archive's pages (and searches them when
+    the documents have nothing).
 
     Example: autorag ask "How long is the refund window?" --type pdf --json
     """
@@ -56,7 +71,10 @@ def ask(
     app = open_app(ctx)
     if k is not None:
         app.settings.agent.search_k = k
-    turn = ChatTurn(question, model=model, filters=filters, plan_mode=plan or None, store=False)
+    turn = ChatTurn(
+        question, model=model, filters=filters, plan_mode=plan or None, store=False,
+        archive=archive,
+    )  # fmt: skip
     prepared = ChatService.for_context(app).prepare(app, turn, user=LOCAL_USER)
     outcome = _answer(prepared, live=not as_json)
     if outcome is not None and as_json:
@@ -69,6 +87,7 @@ def chat(
     ctx: typer.Context,
     model: ModelOption = None,
     resume: Annotated[int | None, typer.Option("--chat", help="Continue chat ID.")] = None,
+    archive: ArchiveOption = None,
 ) -> None:
     """A conversation in the terminal. /model NAME switches model, /new starts over,
     /quit leaves; Ctrl+C stops an answer.
@@ -84,7 +103,7 @@ def chat(
         get_chat(app.catalog.engine, app.info.id, resume, LOCAL_USER.id)  # NotFound: exit 3
     if model is not None:
         service.check_model(app, model)
-    session = _Session(service, app, model, resume)
+    session = _Session(service, app, model, resume, archive)
     console.print("[dim]Ask a question; /help lists the commands, /quit leaves.[/dim]")
     while True:
         try:
@@ -112,9 +131,15 @@ class _Session:
     Every error of a turn is shown inline; only leaving ends the session."""
 
     def __init__(
-        self, service: ChatService, app: AppContext, model: str | None, chat_id: int | None
+        self,
+        service: ChatService,
+        app: AppContext,
+        model: str | None,
+        chat_id: int | None,
+        archive: str | None = None,
     ) -> None:
         self.service, self.app, self.model, self.chat_id = service, app, model, chat_id
+        self.archive = archive  # asked about in every turn (--archive)
 
     def handle(self, line: str) -> bool:
         """Act on one line; False once the user leaves."""
@@ -138,7 +163,7 @@ class _Session:
         return True
 
     def _ask(self, question: str) -> None:
-        turn = ChatTurn(question, self.chat_id, self.model)
+        turn = ChatTurn(question, self.chat_id, self.model, archive=self.archive)
         prepared = self.service.prepare(self.app, turn, user=LOCAL_USER)
         self.chat_id = prepared.chat_id  # the conversation goes on even if this is stopped
         _answer(prepared, live=True)
@@ -247,8 +272,18 @@ def _printer(live: bool, stopped: threading.Event) -> Emit:
             err_console.print(event.message, style="dim", markup=False, highlight=False)
         elif isinstance(event, PlanEvent):
             err_console.print(f"Plan:\n{event.plan}", style="dim", markup=False, highlight=False)
+        elif isinstance(event, WikiEditEvent):
+            _print_wiki_edit(event)
 
     return show
+
+
+def _print_wiki_edit(edit: WikiEditEvent) -> None:
+    """An archive page the agent changed, or proposes to change (then not saved)."""
+    done = "Saved" if edit.applied else "Proposed (not saved)"
+    where = f"{edit.archive}/{edit.path}"
+    err_console.print(f"{done}: {edit.action} of {where}", markup=False, highlight=False)
+    err_console.print(edit.diff, style="dim", markup=False, highlight=False)
 
 
 def _print_sources(citations: list[Citation]) -> None:

@@ -24,6 +24,8 @@ from autorag.text.stemming import stems
 NO_EVIDENCE_DISCLAIMER = (
     "No supporting evidence was found in the workspace's documents for this answer."
 )
+# The ``source`` of a citation that is a page of one of the workspace's archives.
+ARCHIVE_SOURCE = "archive"
 MIN_ANSWER_WORDS = 8  # shorter answers ("Yes.", "Thirty days [1].") keep every source
 MIN_SHARED_TERMS = 2
 LONG_TERM_CHARS = 8
@@ -89,9 +91,15 @@ def _dedupe(citations: Sequence[Citation], cited: set[int]) -> list[Citation]:
     return [c for i, c in enumerate(citations) if i not in dropped]
 
 
+def is_archive_page(citation: Citation) -> bool:
+    """Whether ``citation`` is a page of one of the workspace's archives."""
+    return citation.source == ARCHIVE_SOURCE
+
+
 def _pinned(citation: Citation, cited: set[int]) -> bool:
-    """Kept whatever the filters say: cited, or with no chunk text to judge."""
-    return citation.number in cited or not citation.text.strip()
+    """Kept whatever the filters say: cited, an archive page, or with no chunk text to
+    judge."""
+    return citation.number in cited or is_archive_page(citation) or not citation.text.strip()
 
 
 def _cap_per_document(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
+from autorag.agent.events import Emit, ignore
 from autorag.auth.permissions import SESSION, is_allowed
 from autorag.errors import Forbidden
 from autorag.llm.base import ToolSpec
@@ -54,6 +55,13 @@ class SkillContext:
     # Who asked. None: the local operator when there is no user, else nobody (a context
     # built for a user must say who they are to do anything that needs a permission).
     caller: Caller | None = None
+    # Events for the client while the skill runs (a proposed page edit); a context made
+    # outside an answer drops them.
+    emit: Emit = ignore
+    # The archive the question is asked about (``autorag ask --archive``), by name: the
+    # archive skills' default, and where ``rag_search`` looks when the documents have
+    # nothing. None: no archive was named.
+    archive: str | None = None
 
     @property
     def who(self) -> Caller:

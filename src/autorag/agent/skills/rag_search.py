@@ -1,10 +1,16 @@
-"""``rag_search``: the workspace's hybrid search, as a skill."""
+"""``rag_search``: the workspace's hybrid search, as a skill.
+
+Fallback D-07 (seed 003): when the workspace's documents give nothing and an archive is
+named (the call's ``archiveId``, else the archive the question is about), the same query
+runs over that archive's pages and they come back labelled as archive pages. The agent
+knows no archive: the search over one is injected (``ArchiveSearch``, the wiki's).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Protocol
 
 from autorag.agent.skills.base import SkillContext, SkillResult
 from autorag.errors import InvalidInput
@@ -16,6 +22,7 @@ from autorag.retrieval.hybrid import SearchMode, SearchRequest
 
 MATCH_LABELS = {"both": "semantic+keyword", "vector": "vector", "fts": "fts"}
 NO_RESULTS = "No matching passages were found in the workspace's documents."
+NO_ARCHIVE_RESULTS = "No matching passages were found in the documents or in the archive."
 
 SPEC = ToolSpec(
     name="rag_search",
@@ -34,10 +41,24 @@ SPEC = ToolSpec(
             },
             "dateFrom": {"type": "string", "description": "ISO date: documents from"},
             "dateTo": {"type": "string", "description": "ISO date: documents up to (inclusive)"},
+            "archiveId": {
+                "type": "string",
+                "description": (
+                    "an archive of the workspace (its name or id): its pages are searched "
+                    "when the documents have nothing"
+                ),
+            },
         },
         "required": ["query"],
     },
 )
+
+
+class ArchiveSearch(Protocol):
+    """The passages of an archive's pages that match ``query``, as sources numbered from
+    ``context.first_citation_number``; ``archive`` is its name, or its id as given."""
+
+    def __call__(self, context: SkillContext, archive: str | int, query: str) -> list[Citation]: ...
 
 
 @dataclass
@@ -45,6 +66,7 @@ class RagSearch:
     spec: ToolSpec = SPEC
     progress: str = "Searching your documents…"
     mode: SearchMode = "hybrid"
+    archive_search: ArchiveSearch | None = None  # D-07's fallback; None: no archives
 
     def available(self, context: SkillContext) -> bool:
         """Offered to whoever may use it at all (``search:read``)."""
@@ -68,8 +90,27 @@ class RagSearch:
             )
             for i, h in enumerate(response.hits)
         ]
+        archive = _archive_ref(arguments.get("archiveId"), context.archive)
+        if not citations and archive is not None and self.archive_search is not None:
+            citations = self.archive_search(context, archive, query.strip())
+            content = format_tool_result(citations) if citations else NO_ARCHIVE_RESULTS
+            return SkillResult(
+                content, citations, status=f"Searched the archive: {len(citations)} passages"
+            )
         content = format_tool_result(citations) if citations else NO_RESULTS
         return SkillResult(content, citations, status=f"Searched: {len(citations)} passages")
+
+
+def _archive_ref(value: Any, default: str | None) -> str | int | None:
+    """The call's ``archiveId`` (a name, or an id as a number or digits), else the
+    question's archive; None when neither names one."""
+    if isinstance(value, bool) or value is None or value == "":
+        return default
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    raise InvalidInput("archiveId must be an archive's name or id")
 
 
 def _filters(arguments: Mapping[str, Any]) -> SearchFilters:

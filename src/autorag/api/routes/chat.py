@@ -1,10 +1,13 @@
 """Chat: answers streamed as server-sent events or returned whole; chats and messages.
 
 SSE events, in order: ``plan`` (plan mode), ``status`` (skills running, fallbacks),
-``token`` (answer text), ``citations`` ({sources}), then ``done`` ({chatId, messageId,
-answer, cited, modelUsed, providerUsed, abortReason, …}) or ``error`` ({code, message,
-status}). Sources are numbered 1..n in the order the answer first cites them (the
-``[n]`` in the tokens already are); those it does not cite follow with ``cited: false``.
+``wiki_edit`` (an archive page edit the agent proposed or made: {archiveId, archive, path,
+action, diff, applied, title, body, baseVersion}; not applied, the client applies it with
+a PUT of the page at that base version), ``token`` (answer text), ``citations``
+({sources}), then ``done`` ({chatId, messageId, answer, cited, modelUsed, providerUsed,
+abortReason, …}) or ``error`` ({code, message, status}). Sources are numbered 1..n in the
+order the answer first cites them (the ``[n]`` in the tokens already are); those it does
+not cite follow with ``cited: false``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from autorag.agent.events import (
     PlanEvent,
     StatusEvent,
     TokenEvent,
+    WikiEditEvent,
     ignore,
 )
 from autorag.api.auth import Principal, require
@@ -38,6 +42,7 @@ from autorag.dlp.service import DlpSession
 from autorag.errors import AutoragError
 from autorag.models import Citation
 from autorag.retrieval.filters import build_filters
+from autorag.retrieval.grounding import ARCHIVE_SOURCE
 from autorag.text import one_line
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["chat"])
@@ -198,9 +203,25 @@ def _event(context: AppContext, event: AgentEvent) -> str:
         return sse("status", {"message": event.message, "skill": event.skill})
     if isinstance(event, PlanEvent):
         return sse("plan", {"plan": event.plan})
+    if isinstance(event, WikiEditEvent):
+        return sse("wiki_edit", wiki_edit_data(event))
     assert isinstance(event, CitationsEvent)
     sources = [source_out(context, c).model_dump() for c in event.citations]
     return sse("citations", {"sources": sources})
+
+
+def wiki_edit_data(event: WikiEditEvent) -> dict[str, Any]:
+    return {
+        "archiveId": event.archive_id,
+        "archive": event.archive,
+        "path": event.path,
+        "action": event.action,
+        "diff": event.diff,
+        "applied": event.applied,
+        "title": event.title,
+        "body": event.body,
+        "baseVersion": event.base_version,
+    }
 
 
 def _done(outcome: ChatOutcome) -> dict[str, Any]:
@@ -229,7 +250,7 @@ def _error(error: BaseException) -> dict[str, Any]:
 def source_out(context: AppContext, citation: Citation) -> SourceOut:
     snippet = one_line(citation.text, SNIPPET_CHARS)
     url = None
-    if citation.document_id > 0:
+    if citation.document_id > 0 and citation.source != ARCHIVE_SOURCE:  # not this workspace's
         url = f"/api/workspaces/{context.info.name}/documents/{citation.document_id}"
     return SourceOut(
         number=citation.number,
