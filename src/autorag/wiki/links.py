@@ -9,6 +9,7 @@ page path, when it is a valid one: how a path matches).
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 
@@ -18,11 +19,17 @@ from autorag.wiki.slugs import is_path
 MAX_TARGET_CHARS = 300
 MAX_CONTEXT_CHARS = 300
 MAX_LINKS = 5000
+_WINDOW = 400  # characters either side of a link searched for its sentence
 _LINK = re.compile(r"\[\[([^\[\]\n]{1,1000}?)\]\]")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1", re.DOTALL)
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+# Where a sentence ends: after . ! or ?, before a line that opens a heading, list item or
+# quote, and at the end of a heading line.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])\s+|\n(?=[ \t]*(?:#{1,6}\s|[-*+]\s|\d+[.)]\s|>))|(?m:^ {0,3}#{1,6}\s[^\n]*)\n"
+)
 _SPACES = re.compile(r"\s+")
+_PARAGRAPH = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True)
@@ -43,7 +50,9 @@ def key_of(text: str) -> str:
 
 def parse_links(markdown: str) -> list[ParsedLink]:
     """Every wikilink outside code, in order. Too many → ``InvalidInput``."""
+    unfenced = mask_code(markdown, spans=False)  # what a context sentence may show
     masked = mask_code(markdown)
+    breaks = [m.span() for m in _PARAGRAPH.finditer(masked)]
     links: list[ParsedLink] = []
     for match in _LINK.finditer(masked):
         inner = markdown[match.start(1) : match.end(1)]
@@ -59,7 +68,7 @@ def parse_links(markdown: str) -> list[ParsedLink]:
                 slug=is_path(target),
                 label=_SPACES.sub(" ", label).strip() or None,
                 heading=_SPACES.sub(" ", heading).strip() or None,
-                context=_context(markdown, masked, match.start(), match.end()),
+                context=_context(unfenced, masked, breaks, match.start(), match.end()),
                 position=len(links),
             )
         )
@@ -68,9 +77,9 @@ def parse_links(markdown: str) -> list[ParsedLink]:
     return links
 
 
-def mask_code(markdown: str) -> str:
+def mask_code(markdown: str, *, spans: bool = True) -> str:
     """The markdown with code blanked out (same length, newlines kept): fenced blocks and
-    inline code spans, so a ``[[…]]`` shown as code is not taken for a link."""
+    (when ``spans``) inline code spans, so a ``[[…]]`` shown as code is not a link."""
     out: list[str] = []
     fence: str | None = None
     for line in markdown.split("\n"):
@@ -86,26 +95,37 @@ def mask_code(markdown: str) -> str:
         else:
             out.append(line)
     joined = "\n".join(out)
-    return _CODE_SPAN.sub(lambda m: _blank(m.group(0)), joined)
+    return _CODE_SPAN.sub(lambda m: _blank(m.group(0)), joined) if spans else joined
 
 
 def _blank(text: str) -> str:
     return "".join("\n" if c == "\n" else " " for c in text)
 
 
-def _context(markdown: str, masked: str, start: int, end: int) -> str:
+def _context(
+    markdown: str, masked: str, breaks: list[tuple[int, int]], start: int, end: int
+) -> str:
     """The sentence holding the link (within its paragraph), links shown as their text,
-    at most ``MAX_CONTEXT_CHARS`` characters centred on the link."""
-    para_start = masked.rfind("\n\n", 0, start)
-    para_start = 0 if para_start < 0 else para_start + 2
-    para_end = masked.find("\n\n", end)
-    para_end = len(markdown) if para_end < 0 else para_end
+    at most ``MAX_CONTEXT_CHARS`` characters centred on the link. ``markdown`` has its
+    fenced code blanked; ``masked`` its inline code too; ``breaks`` its paragraph breaks."""
+    at = bisect.bisect_left(breaks, (start, start))
+    para_start = breaks[at - 1][1] if at > 0 and breaks[at - 1][1] <= start else 0
+    while at < len(breaks) and breaks[at][0] < end:
+        at += 1
+    para_end = breaks[at][0] if at < len(breaks) else len(markdown)
+    # A sentence is looked for near the link only: a huge paragraph costs no more.
+    para_start = max(para_start, start - _WINDOW)
+    para_end = min(para_end, end + _WINDOW)
     sentence_start, sentence_end = para_start, para_end
     for boundary in _SENTENCE_END.finditer(masked, para_start, para_end):
+        # A heading's boundary is its line's end: the match holds the heading itself.
+        ends_at = (
+            boundary.end() - 1 if masked[boundary.start()] not in " \t\n" else boundary.start()
+        )
         if boundary.end() <= start:
             sentence_start = boundary.end()
-        elif boundary.start() >= end:
-            sentence_end = boundary.start()
+        elif ends_at >= end:
+            sentence_end = ends_at
             break
     sentence = markdown[sentence_start:sentence_end]
     link_at = start - sentence_start
