@@ -16,7 +16,11 @@ from autorag.errors import InvalidInput, NotFound
 from autorag.store.catalog.models import WorkspaceRow
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 
-DEFAULT_SKILLS = ("rag_search", "workspace_memory", "document_temp_process")
+# wiki_query and wiki_write are offered only in a workspace that has an archive.
+DEFAULT_SKILLS = (
+    *("rag_search", "workspace_memory", "document_temp_process"),
+    *("wiki_query", "wiki_write"),
+)
 
 
 class AgentConfig(BaseModel):

@@ -31,6 +31,7 @@ from autorag.llm.registry import build_provider
 from autorag.llm.router import EXTRACTIVE, ModelRouter, Resolution
 from autorag.models import SearchFilters
 from autorag.system_config import GLOBAL_DEFAULT_MODEL, get_value
+from autorag.wiki.service import WikiService
 from autorag.workspace_settings import AgentConfig, read_settings
 
 MAX_QUESTION_CHARS = 20_000
@@ -134,6 +135,7 @@ class ChatService:
         question checked (and redacted with ``dlp``), a concurrency slot taken, the chat
         found, the model chosen."""
         original = _checked(turn.question)
+        archive = _archive(app, turn.archive)
         scanned = dlp.scan(original, channel="chat_input") if dlp else None
         question = scanned.redacted_text if scanned else original
         release = self.limiter.acquire(user.key)
@@ -159,7 +161,7 @@ class ChatService:
                 turn.plan_mode,
                 caller_of(app, user),
                 turn.options,
-                turn.archive,
+                archive,
             )
         except BaseException:
             release()
@@ -304,6 +306,12 @@ def build_router(app: AppContext) -> ModelRouter:
     llm = app.settings.llm
     source = StoredProviders(Connections(app.catalog.engine, llm))
     return ModelRouter(providers, env_default=llm.default, fallback=llm.fallback, source=source)
+
+
+def _archive(app: AppContext, ref: str | None) -> str | None:
+    """The name of the archive a question is about; NotFound when the workspace has none
+    by that name (or id)."""
+    return WikiService(app).archive(ref).name if ref else None
 
 
 def _checked(question: str) -> str:
