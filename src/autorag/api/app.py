@@ -15,6 +15,7 @@ from autorag.api.middleware import BodyLimit, SecurityHeaders
 from autorag.api.openai import errors as openai_errors
 from autorag.api.routes import (
     agent,
+    archives,
     auth,
     chat,
     connections,
@@ -81,6 +82,7 @@ def create_app(workspace: Workspace, *, warm: bool = False, **overrides: Any) ->
     app.include_router(agent.router)
     app.include_router(openai_compat.router)
     app.include_router(p2p.router)
+    app.include_router(archives.router)
     app.include_router(web.router)  # the web UI: / and /ui/{asset}; /docs and /redoc
     return app
 
