@@ -33,7 +33,7 @@ from autorag.auth.tables import ApiKeyScopeRow, UserSessionRow
 from autorag.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from autorag.private_files import write_private
 from autorag.store.catalog.models import ApiKeyRow, MembershipRow, UserRow, WorkspaceRow, utcnow
-from autorag.store.catalog.repository import Catalog
+from autorag.store.catalog.repository import WORKSPACE_KIND, Catalog
 from autorag.times import as_utc
 
 USERNAME_RE = re.compile(r"^[a-z0-9_.-]{2,64}$")
@@ -390,7 +390,7 @@ def _user_info(session: Session, row: UserRow) -> UserInfo:
     names = session.scalars(
         select(WorkspaceRow.name)
         .join(MembershipRow, MembershipRow.workspace_id == WorkspaceRow.id)
-        .where(MembershipRow.user_id == row.id)
+        .where(MembershipRow.user_id == row.id, WorkspaceRow.kind == WORKSPACE_KIND)
         .order_by(WorkspaceRow.name)
     ).all()
     return UserInfo(

@@ -163,7 +163,7 @@ def _advance_sequence(conn: Connection, table: Table) -> None:
 
 def _rebuild_vectors(target: AppContext, progress: Progress | None) -> int:
     total = 0
-    for summary in list_workspaces(target.catalog):
+    for summary in list_workspaces(target.catalog, hidden=True):
         scoped = target.for_workspace(summary.info)
         total += reindex(
             scoped.catalog,
@@ -191,7 +191,7 @@ def _check_searches(source: AppContext, target: AppContext, samples: int) -> lis
     """Search for the opening words of evenly spread chunks in both copies: each must
     find its own document in the target when it does in the source."""
     checks = []
-    for summary in list_workspaces(source.catalog):
+    for summary in list_workspaces(source.catalog, hidden=True):
         here, there = source.for_workspace(summary.info), target.for_workspace(summary.info)
         for document_id, query in _sample_queries(source.catalog.engine, summary.info.id, samples):
             checks.append(

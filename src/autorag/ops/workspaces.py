@@ -1,8 +1,9 @@
 """Workspaces: list, create, rename and delete them across every store.
 
 A workspace owns catalog rows (documents, chunks and so full-text rows, jobs), one
-vector table named after it, and a folder of uploads named by its short id. Renaming
-moves the vector table and the upload source ids; deleting removes all of it.
+vector table named after it, a folder of uploads named by its short id, and its
+archives, each with a hidden index namespace (``archive:<id>``, never listed here).
+Renaming moves the vector table and the upload source ids; deleting removes all of it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import shutil
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import delete, func, insert, literal, select, update
+from sqlalchemy import func, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 
 from autorag.context import AppContext
@@ -21,8 +22,9 @@ from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import uploads_dir
 from autorag.store.catalog import queue
-from autorag.store.catalog.models import ChunkRow, DocumentRow, JobRow, WorkspaceRow, utcnow
-from autorag.store.catalog.repository import Catalog, WorkspaceInfo
+from autorag.store.catalog.models import DocumentRow, JobRow, WorkspaceRow, utcnow
+from autorag.store.catalog.repository import WORKSPACE_KIND, Catalog, WorkspaceInfo
+from autorag.wiki.service import WikiService
 from autorag.workspace_settings import WorkspaceSettings, parse_settings
 
 NAME_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,62}$"
@@ -48,7 +50,9 @@ def validate_name(name: str) -> str:
 
 
 # -- reads ----------------------------------------------------------------------------
-def list_workspaces(catalog: Catalog) -> list[WorkspaceSummary]:
+def list_workspaces(catalog: Catalog, *, hidden: bool = False) -> list[WorkspaceSummary]:
+    """The workspaces people use; with ``hidden``, the hidden namespaces too (archives'
+    indexes), for whole-catalog work such as a migration."""
     counts = (
         select(DocumentRow.workspace_id, func.count(DocumentRow.id).label("n"))
         .where(DocumentRow.status != "deleting")
@@ -60,6 +64,8 @@ def list_workspaces(catalog: Catalog) -> list[WorkspaceSummary]:
         .outerjoin(counts, counts.c.workspace_id == WorkspaceRow.id)
         .order_by(WorkspaceRow.name)
     )
+    if not hidden:
+        query = query.where(WorkspaceRow.kind == WORKSPACE_KIND)
     with catalog.engine.connect() as conn:
         rows = conn.execute(query).all()
     return [
@@ -162,12 +168,10 @@ def delete_workspace(
     """Delete the workspace ``context`` is scoped to, from every store."""
     info = context.info
     _check_changeable(context.catalog, info, protected, this_process)
-    documents = select(DocumentRow.id).where(DocumentRow.workspace_id == info.id)
-    with context.catalog.engine.begin() as conn:
-        conn.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(documents)))
-        conn.execute(delete(DocumentRow).where(DocumentRow.workspace_id == info.id))
-        conn.execute(delete(JobRow).where(JobRow.workspace_id == info.id))
-        conn.execute(delete(WorkspaceRow).where(WorkspaceRow.id == info.id))
+    wiki = WikiService(context)
+    for archive in wiki.list_archives():  # each with its hidden index namespace
+        wiki.delete_archive(archive.id)
+    context.catalog.delete_workspace_rows(info.id)
     # Recreate-then-drop opens the table whatever vector size it holds.
     context.open_vectors(recreate=True).drop()
     shutil.rmtree(uploads_dir(context.workspace.data_dir, info), ignore_errors=True)

@@ -20,11 +20,21 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Session
 
-from autorag.errors import NotFound
+from autorag.errors import Conflict, NotFound
 from autorag.models import Chunk, SearchFilters
-from autorag.store.catalog.models import ChunkRow, DocumentRow, RefreshRunRow, WorkspaceRow, utcnow
+from autorag.store.catalog.models import (
+    ChunkRow,
+    DocumentRow,
+    JobRow,
+    RefreshRunRow,
+    WorkspaceRow,
+    utcnow,
+)
 
 VISIBLE_STATUS = "ready"
+# A workspace people use; any other kind is a hidden namespace (an archive's index,
+# ``archive:<id>``) that no listing or lookup by name ever shows.
+WORKSPACE_KIND = "workspace"
 
 
 @dataclass(frozen=True)
@@ -115,22 +125,53 @@ class Catalog:
 
     # -- workspaces -------------------------------------------------------------------
     def ensure_workspace(self, name: str) -> WorkspaceInfo:
+        return self.ensure_namespace(name, WORKSPACE_KIND)
+
+    def get_workspace(self, name: str) -> WorkspaceInfo:
+        """A workspace people use, by name (never a hidden namespace)."""
+        found = self.find_namespace(name, WORKSPACE_KIND)
+        if found is None:
+            raise NotFound(f"no workspace {name!r}")
+        return found
+
+    def ensure_namespace(self, name: str, kind: str) -> WorkspaceInfo:
+        """The workspace row ``name`` of this ``kind``, created when missing.
+
+        A hidden namespace (kind other than ``workspace``) has the stores a workspace
+        has (documents, chunks, full-text rows, a vector table) for a feature's own
+        index; ``Conflict`` when the name is taken by a row of another kind.
+        """
         with self.engine.begin() as conn:
             row = conn.execute(select(WorkspaceRow).where(WorkspaceRow.name == name)).first()
             if row is None:
-                short_id = secrets.token_hex(4)
                 conn.execute(
-                    insert(WorkspaceRow).values(name=name, short_id=short_id, created_at=utcnow())
+                    insert(WorkspaceRow).values(
+                        name=name, short_id=secrets.token_hex(4), kind=kind, created_at=utcnow()
+                    )
                 )
                 row = conn.execute(select(WorkspaceRow).where(WorkspaceRow.name == name)).one()
-            return WorkspaceInfo(row.id, row.name, row.short_id)
-
-    def get_workspace(self, name: str) -> WorkspaceInfo:
-        with self.engine.connect() as conn:
-            row = conn.execute(select(WorkspaceRow).where(WorkspaceRow.name == name)).first()
-        if row is None:
-            raise NotFound(f"no workspace {name!r}")
+        if row.kind != kind:
+            raise Conflict(f"the name {name!r} is taken by a {row.kind}, not a {kind}")
         return WorkspaceInfo(row.id, row.name, row.short_id)
+
+    def find_namespace(self, name: str, kind: str) -> WorkspaceInfo | None:
+        """The workspace row ``name`` of this ``kind``; None when there is none."""
+        query = select(WorkspaceRow.id, WorkspaceRow.name, WorkspaceRow.short_id).where(
+            WorkspaceRow.name == name, WorkspaceRow.kind == kind
+        )
+        with self.engine.connect() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else WorkspaceInfo(row[0], row[1], row[2])
+
+    def delete_workspace_rows(self, workspace_id: int) -> None:
+        """Delete a workspace row (or namespace) with its documents, chunks (and so its
+        full-text rows) and jobs, in one transaction; its vector table is the caller's."""
+        documents = select(DocumentRow.id).where(DocumentRow.workspace_id == workspace_id)
+        with self.engine.begin() as conn:
+            conn.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(documents)))
+            conn.execute(delete(DocumentRow).where(DocumentRow.workspace_id == workspace_id))
+            conn.execute(delete(JobRow).where(JobRow.workspace_id == workspace_id))
+            conn.execute(delete(WorkspaceRow).where(WorkspaceRow.id == workspace_id))
 
     # -- refresh bookkeeping ----------------------------------------------------------
     def file_states(self, workspace_id: int, origin: str = "file") -> dict[str, FileState]:
