@@ -52,9 +52,12 @@ def parse_links(markdown: str) -> list[ParsedLink]:
     """Every wikilink outside code, in order. Too many → ``InvalidInput``."""
     unfenced = mask_code(markdown, spans=False)  # what a context sentence may show
     masked = mask_code(markdown)
+    matches = list(_LINK.finditer(masked))
+    if len(matches) > MAX_LINKS:
+        raise InvalidInput(f"a page may hold at most {MAX_LINKS} links", code="too_many_links")
     breaks = [m.span() for m in _PARAGRAPH.finditer(masked)]
     links: list[ParsedLink] = []
-    for match in _LINK.finditer(masked):
+    for match in matches:
         inner = markdown[match.start(1) : match.end(1)]
         target_part, _, label = inner.partition("|")
         target, _, heading = target_part.partition("#")
@@ -72,8 +75,6 @@ def parse_links(markdown: str) -> list[ParsedLink]:
                 position=len(links),
             )
         )
-        if len(links) > MAX_LINKS:
-            raise InvalidInput(f"a page may hold at most {MAX_LINKS} links", code="too_many_links")
     return links
 
 

@@ -38,6 +38,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from autorag.errors import Conflict, NotFound
 from autorag.store.catalog.models import Base, utcnow
+from autorag.times import as_utc
 from autorag.wiki.links import ParsedLink
 from autorag.wiki.models import (
     Archive,
@@ -240,8 +241,9 @@ def _config(raw: str) -> ArchiveConfig:
 def _archive(row: Any) -> Archive:
     return Archive(
         id=row.id, workspace_id=row.workspace_id, name=row.name, title=row.title,
-        description=row.description, config=_config(row.config), created_at=row.created_at,
-        updated_at=row.updated_at, created_by=row.created_by,
+        description=row.description, config=_config(row.config),
+        created_at=as_utc(row.created_at), updated_at=as_utc(row.updated_at),
+        created_by=row.created_by,
         page_count=getattr(row, "page_count", 0),
     )  # fmt: skip
 
@@ -307,7 +309,8 @@ _SUMMARY = (P.id, P.archive_id, P.path, P.title, P.version, P.updated_at, P.upda
 
 
 def _summary(row: Any) -> PageSummary:
-    return PageSummary(*row)
+    page_id, archive_id, path, title, version, updated_at, updated_by = row
+    return PageSummary(page_id, archive_id, path, title, version, as_utc(updated_at), updated_by)
 
 
 def list_pages(engine: Engine, archive_id: int) -> list[PageSummary]:
@@ -331,8 +334,8 @@ def _page(row: Any) -> Page:
     return Page(
         id=row.id, archive_id=row.archive_id, path=row.path, title=row.title, body=row.body,
         front_matter=json.loads(row.front_matter or "{}"), version=row.version,
-        created_at=row.created_at, created_by=row.created_by, updated_at=row.updated_at,
-        updated_by=row.updated_by,
+        created_at=as_utc(row.created_at), created_by=row.created_by,
+        updated_at=as_utc(row.updated_at), updated_by=row.updated_by,
     )  # fmt: skip
 
 
@@ -401,7 +404,7 @@ def insert_version(conn: Connection, page_id: int, version: int, values: dict[st
 def _version(row: Any) -> PageVersion:
     return PageVersion(
         page_id=row.page_id, version=row.version, path=row.path, title=row.title, body=row.body,
-        front_matter=json.loads(row.front_matter or "{}"), saved_at=row.saved_at,
+        front_matter=json.loads(row.front_matter or "{}"), saved_at=as_utc(row.saved_at),
         saved_by=row.saved_by, note=row.note,
     )  # fmt: skip
 
@@ -657,8 +660,8 @@ _ATT = ArchiveAttachmentRow
 
 def _attachment(row: Any) -> Attachment:
     return Attachment(
-        row.archive_id, row.name, row.media_type, row.size, row.sha256, row.created_at,
-        row.created_by,
+        row.archive_id, row.name, row.media_type, row.size, row.sha256,
+        as_utc(row.created_at), row.created_by,
     )  # fmt: skip
 
 
