@@ -10,6 +10,7 @@ import {
 import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./state.js";
 import { legsBadges, passageText, renderAnswer } from "./render.js";
 import { shownName } from "./words.js";
+import { wikiEditCard } from "./wiki_card.js";
 
 const views = new Map(); // workspace -> ChatView (kept: a stream goes on while you look elsewhere)
 app.on("signout", () => { for (const view of views.values()) view.abortAll(); views.clear(); });
@@ -113,6 +114,8 @@ export class AnswerView {
     } else if (type === "done") {
       if (typeof data.answer === "string") this.text = data.answer; // as stored: the same numbers
       this.finish(data);
+    } else if (type === "wiki_edit") {
+      this.noticesEl.append(wikiEditCard(data));
     } else if (type === "error") {
       this.fail(new ApiError(data.status || 500, { detail: data.message, code: data.code }));
     }

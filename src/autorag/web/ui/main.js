@@ -17,6 +17,7 @@ const PAGES = {
   chat: { title: "Chat", icon: "chat", load: () => import("./chat.js") },
   documents: { title: "Documents", icon: "file", load: () => import("./documents.js") },
   search: { title: "Search", icon: "search", load: () => import("./search.js") },
+  wiki: { title: "Wiki", icon: "book", load: () => import("./wiki.js"), visible: () => app.can("archive:read") },
   settings: { title: "Settings", icon: "settings", load: () => import("./settings.js") },
   admin: { title: "Admin", icon: "users", load: () => import("./admin.js"), visible: () => app.can("users:admin") || app.can("dlp:admin") || app.can("keys:write") },
   p2p: { title: "P2P", icon: "peers", load: () => import("./p2p.js"), visible: p2pInMenu },

@@ -16,6 +16,14 @@ const SKILLS = {
     label: "Workspace memory",
     about: "Keeps short notes for this workspace from one chat to the next: facts, preferences, decisions.",
   },
+  wiki_query: {
+    label: "Read the wiki",
+    about: "Finds the wiki pages that answer the question and follows their links, so the answer can cite them.",
+  },
+  wiki_write: {
+    label: "Propose wiki edits",
+    about: "Drafts a new wiki page or a change to one; you see the changes and apply them (unless the archive lets it save directly).",
+  },
   peer_search: {
     label: "Ask trusted peers",
     about: "Also searches other AutoRAG instances you trust, within what their sharing rules allow.",

@@ -1,0 +1,163 @@
+"""The wiki in the browser: create an archive and a page whose [[wikilink]] names a page
+not written yet, create that page from the link, follow the link, see the backlink with
+its sentence, edit (a stale save keeps your text), restore an old version, and a page
+whose Markdown holds script (a <script> tag, an onerror attribute, a javascript: link)
+runs none of it.
+
+A real ``autorag serve`` and Debian's Chromium (Playwright); the pages are saved through
+the real API and indexed by the real embedding model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from autorag.auth.service import create_api_key, create_user
+from autorag.context import open_context
+from autorag.workspace import init_workspace
+from tests.e2e.web_helpers import Server, browser_page, playwright_sync_api
+
+sync_api = playwright_sync_api()
+expect = sync_api.expect
+
+ADMIN, PASSWORD = "ada", "a long enough password"
+HOSTILE = (
+    "Hostile text, shown as text.\n\n"
+    "<script>window.__pwned = 'script'</script>\n\n"
+    '<img src="x" onerror="window.__pwned = \'onerror\'">\n\n'
+    "[Click me](javascript:window.__pwned='link') and [[Apollo]].\n"
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
+    root = tmp_path_factory.mktemp("web-wiki")
+    workspace = init_workspace(root / "kb")
+    workspace.write_config({"workspace": "default", "search_paths": []})
+    context = open_context(workspace)
+    try:
+        create_user(context.catalog, ADMIN, PASSWORD, "admin")
+        key = create_api_key(context.catalog, ADMIN, "tests", [])[1]
+    finally:
+        context.close()
+    running = Server(workspace, root / "serve.log")
+    try:
+        # The server's first embedding loads its model (many seconds on a busy machine):
+        # paid here, as by a first search, so that the journey below is the UI's.
+        warm = httpx.post(
+            f"{running.url}/api/workspaces/default/search",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"query": "warm up", "mode": "vector"},
+            timeout=300,
+        )
+        assert warm.status_code == 200, warm.text
+        yield running, key
+    finally:
+        running.stop()
+
+
+def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> None:
+    running, key = server
+    pages = f"{running.url}/api/workspaces/default/archives/handbook/pages"
+    auth = {"Authorization": f"Bearer {key}"}
+    with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
+        page.set_default_timeout(30_000)
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(running.url + "/")
+        page.get_by_label("Username").fill(ADMIN)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+
+        # An archive, then a page linking to one not written yet.
+        page.get_by_role("link", name="Wiki").click()
+        page.get_by_role("button", name="New archive").click()
+        dialog = page.get_by_role("dialog", name="New archive")
+        dialog.get_by_label("Title").fill("Team handbook")
+        dialog.get_by_label("Short name").fill("handbook")
+        dialog.get_by_role("button", name="Create archive").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Team handbook")
+        page.get_by_role("link", name="New page").first.click()
+        page.get_by_label("Title").fill("Apollo")
+        page.get_by_label("Text").fill("Apollo launches in May. See [[Launch plan]] for it.")
+        preview = page.get_by_role("region", name="Preview")
+        expect(preview.locator(".wikilink.dangling")).to_have_text("Launch plan")
+        page.get_by_role("button", name="Create page").click()
+        heading = page.get_by_role("heading", level=1)
+        expect(heading).to_have_text("Apollo")
+
+        # The missing page is offered, and created from its link.
+        missing = page.locator("article.wiki-body a.wikilink.dangling", has_text="Launch plan")
+        expect(missing).to_have_attribute("title", "Create this page: Launch plan")
+        missing.click()
+        expect(page.get_by_label("Title")).to_have_value("Launch plan")
+        expect(page.get_by_label("Address")).to_have_value("launch-plan")
+        page.get_by_label("Text").fill("First draft of the plan.")
+        page.get_by_role("button", name="Create page").click()
+        expect(heading).to_have_text("Launch plan")
+
+        # Back on Apollo, the link is a link now; following it, the backlink and its sentence.
+        page.locator(".wiki-tree").get_by_role("link", name="Apollo").click()
+        expect(heading).to_have_text("Apollo")
+        page.locator("article.wiki-body").get_by_role("link", name="Launch plan").click()
+        expect(heading).to_have_text("Launch plan")
+        backlinks = page.locator(".backlinks")
+        expect(backlinks.get_by_role("link", name="Apollo")).to_be_visible()
+        expect(backlinks.locator(".context")).to_contain_text("See Launch plan for it.")
+
+        # Edit; someone else saves meanwhile: the stale save says so and keeps the text.
+        page.get_by_role("link", name="Edit").click()
+        source = page.get_by_label("Text")
+        source.fill("Second draft of the plan, for ")
+        source.press_sequentially("[[apo")  # completes page titles
+        page.get_by_role("option", name="Apollo").click()
+        expect(source).to_have_value("Second draft of the plan, for [[Apollo]]")
+        theirs = httpx.put(
+            f"{pages}/launch-plan",
+            headers=auth,
+            json={"title": "Launch plan", "body": "Their draft.", "base_version": 1},
+            timeout=60,
+        )
+        assert theirs.status_code == 200, theirs.text
+        page.get_by_role("button", name="Save", exact=True).click()
+        expect(page.locator(".conflict")).to_contain_text(
+            "Someone saved this page since you opened it"
+        )
+        expect(source).to_have_value("Second draft of the plan, for [[Apollo]]")
+        page.get_by_role("button", name="Save mine over theirs").click()
+        page.get_by_role("dialog").get_by_role("button", name="Save mine").click()
+        expect(heading).to_have_text("Launch plan")
+        expect(page.locator("article.wiki-body")).to_have_text(
+            "Second draft of the plan, for Apollo"
+        )
+
+        # History: three versions, the changes between two, and the first restored.
+        page.get_by_role("link", name="History").click()
+        expect(page.locator(".history-table tbody tr")).to_have_count(3)
+        expect(page.locator(".wiki-diff .del")).to_contain_text("Their draft.")
+        expect(page.locator(".wiki-diff .add")).to_contain_text("Second draft of the plan")
+        page.get_by_role("button", name="Restore version 1").click()
+        page.get_by_role("dialog").get_by_role("button", name="Restore").click()
+        expect(page.locator("article.wiki-body")).to_have_text("First draft of the plan.")
+        expect(page.locator(".page-head .sub")).to_contain_text("Version 4")
+
+        # A page holding script: shown as text, nothing runs, the bad link is no link.
+        made = httpx.put(
+            f"{pages}/hostile",
+            headers=auth,
+            json={"title": "Hostile", "body": HOSTILE, "base_version": None},
+            timeout=60,
+        )
+        assert made.status_code == 201, made.text
+        page.goto(running.url + "/#/wiki/handbook/hostile")
+        body = page.locator("article.wiki-body")
+        expect(body).to_contain_text("<script>window.__pwned = 'script'</script>")
+        expect(body).to_contain_text("onerror=")
+        assert body.locator("script, img, [onerror]").count() == 0
+        assert page.locator("a[href^='javascript:' i]").count() == 0
+        body.get_by_text("Click me").click()
+        expect(body.get_by_role("link", name="Apollo")).to_be_visible()
+        assert page.evaluate("window.__pwned") is None
+        assert not errors, errors
