@@ -27,6 +27,10 @@ issue, never from the production permission code:
   route, with such a key, is in test_api_protection.py);
 * logging out ends the caller's login tokens: a login token may (the cell logs in
   again afterwards), an API key is not a login (403).
+* archives (the wiki): every member reads them; managers and admins create, change and
+  write them; a member writes an archive's pages only when it names them among its
+  writers (none of these archives does: 403, after a missing archive's 404); deleting
+  one destroys data; templates are added and removed by admins.
 
 Destructive cells act on fresh objects (a document, a user, a key made for the cell)
 when they may succeed, and on the fixtures when they must be refused, which then must
@@ -35,9 +39,11 @@ still be there. Deleting B itself puts B back, with a new document, for later ce
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 import time
+import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -70,9 +76,17 @@ JOB_WAIT_S = 120.0
 # -- who may do what, from the issue ----------------------------------------------------
 PUBLIC = "public"  # anyone, credentials or not
 AUTHENTICATED = "authenticated"  # any valid credentials
+ARCHIVE_READ, ARCHIVE_WRITE = "archive:read", "archive:write"
 
-_MEMBER = {"documents:read", "documents:write", "search:read", "chat:use", "keys:write"}
-_MANAGER = _MEMBER | {"workspaces:write", "policy:write"}
+_MEMBER = {
+    "documents:read",
+    "documents:write",
+    "search:read",
+    "chat:use",
+    "keys:write",
+    "archive:read",
+}
+_MANAGER = _MEMBER | {"workspaces:write", "policy:write", "archive:write"}
 _ADMIN = _MANAGER | {
     "workspaces:admin",
     "users:admin",
@@ -156,6 +170,9 @@ class World:
     # Each workspace's OCR job waiting for review that refused cells aim at: the fixture
     # document it reads, and the job.
     kept_ocr: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Each workspace's fixture document when its kept archive was made (made again with
+    # the workspace).
+    kept_archive: dict[str, int] = field(default_factory=dict)
     _counter: Iterator[int] = field(default_factory=itertools.count)
 
     @property
@@ -325,6 +342,9 @@ class Endpoint:
     # scope (every key here) may not.
     protected: bool = False
     ok_in: Mapping[str, int] = field(default_factory=dict)  # another answer there
+    # Writing an archive's pages: a reader without the permission may be granted it by the
+    # archive, so the archive is looked up first (a guessed one is missing, 404).
+    grantable: bool = False
     send: Callable[[Cell], Params] = _nothing
     check: Callable[[Cell, httpx.Response], None] = _no_check  # after a success
     after: Callable[[Cell, httpx.Response], None] = _no_check  # after any answer
@@ -341,6 +361,8 @@ class Endpoint:
         if self.workspace == "path" and not visible:
             return 404  # before anything else: a foreign workspace is a missing one
         held = who.holds(self.access) and not (self.unconfined and who.scope is not None)
+        if not held and self.grantable and target == "guessed" and who.holds(ARCHIVE_READ):
+            return 404
         if not held or (self.protected and who.via == "api_key"):
             return 403
         if not visible:
@@ -1437,8 +1459,312 @@ def _completion_check(cell: Cell, response: httpx.Response) -> None:
     _sources_check(cell, completion["citations"])
 
 
+# -- archives: the workspace's wiki ----------------------------------------------------
+KEPT_PAGE = "kept/page"
+KEPT_TEMPLATE = "kept"
+_KEPT_PAGES = (
+    (KEPT_PAGE, "Kept page", f"The {SHARED_WORD} page. See [[Kept other]] and [[Not yet]]."),
+    ("kept/other", "Kept other", "Back to [[Kept page]]."),
+)
+
+
+def _archive_name(workspace: str) -> str:
+    return f"wiki-{workspace}"
+
+
+def _archives_url(workspace: str) -> str:
+    return f"/api/workspaces/{workspace}/archives"
+
+
+def _kept_archive(world: World, workspace: str) -> str:
+    """The workspace's archive, its pages and template, which refused cells aim at (made
+    again with the workspace)."""
+    name = _archive_name(workspace)
+    if world.kept_archive.get(workspace) == world.docs[workspace]:
+        return name
+    created = world.call(
+        "POST", _archives_url(workspace), world.admin, json={"name": name, "title": "Kept"}
+    )
+    assert created.status_code in (201, 409), created.text
+    for path, title, body in _KEPT_PAGES:
+        page = {"title": title, "body": body, "base_version": None}
+        saved = world.call(
+            "PUT", f"{_archives_url(workspace)}/{name}/pages/{path}", world.admin, json=page
+        )
+        assert saved.status_code in (201, 409), saved.text
+    template = {"name": KEPT_TEMPLATE, "title": "Kept", "body": "# {{title}}\n"}
+    made = world.call(
+        "POST", f"/api/workspaces/{workspace}/archive-templates", world.admin, json=template
+    )
+    assert made.status_code in (201, 409), made.text
+    world.kept_archive[workspace] = world.docs[workspace]
+    return name
+
+
+def _archive(cell: Cell) -> Params:
+    """``own``: this workspace's archive; ``guessed``: the other workspace's."""
+    for workspace in (A, B):
+        _kept_archive(cell.world, workspace)
+    return {"name": _archive_name(cell.target_workspace)}, {}
+
+
+def _kept_page(cell: Cell) -> Params:
+    params, _ = _archive(cell)
+    return {**params, "path": KEPT_PAGE}, {}
+
+
+def _fresh_page(world: World, workspace: str) -> str:
+    """A new page in the workspace's archive, saved by the admin."""
+    path = f"made/{world.fresh('p')}"
+    url = f"{_archives_url(workspace)}/{_archive_name(workspace)}/pages/{path}"
+    body = {"title": path, "body": f"Made about the {SHARED_WORD}.", "base_version": None}
+    response = world.call("PUT", url, world.admin, json=body)
+    assert response.status_code == 201, response.text
+    return path
+
+
+def _doomed_or_kept_page(cell: Cell) -> Params:
+    """A fresh page for one who may change it; the kept page otherwise."""
+    params, _ = _kept_page(cell)
+    if cell.succeeds:
+        assert cell.workspace is not None
+        params["path"] = _fresh_page(cell.world, cell.workspace)
+    return params, {}
+
+
+def _kept_still_there(cell: Cell, response: httpx.Response) -> None:
+    for workspace in (A, B):
+        name = _kept_archive(cell.world, workspace)
+        url = f"{_archives_url(workspace)}/{name}/pages/{KEPT_PAGE}"
+        assert cell.world.exists(url)
+
+
+def _archives_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    names = {a["name"] for a in response.json()["archives"]}
+    assert _archive_name(cell.workspace) in names
+    assert _archive_name(OTHER[cell.workspace]) not in names
+
+
+def _archive_check(cell: Cell, response: httpx.Response) -> None:
+    archive = response.json()
+    assert (archive["name"], archive["config"]["writers"]) == (
+        _archive_name(cell.target_workspace),
+        [],
+    )
+
+
+def _new_archive(cell: Cell) -> Params:
+    return {}, {"json": {"name": cell.world.fresh("made-"), "title": "Made"}}
+
+
+def _new_archive_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    name = json.loads(response.request.content)["name"]
+    assert cell.world.exists(f"{_archives_url(cell.workspace)}/{name}") is cell.succeeds
+
+
+def _same_title(cell: Cell) -> Params:
+    params, _ = _archive(cell)
+    return params, {"json": {"title": "Kept"}}
+
+
+def _doomed_archive(cell: Cell) -> Params:
+    """A fresh archive for one who may delete it; the kept ones otherwise."""
+    if not cell.succeeds:
+        return _archive(cell)
+    assert cell.workspace is not None
+    name = cell.world.fresh("doomed-")
+    made = cell.world.call(
+        "POST", _archives_url(cell.workspace), cell.world.admin, json={"name": name}
+    )
+    assert made.status_code == 201, made.text
+    return {"name": name}, {}
+
+
+def _doomed_archive_check(cell: Cell, response: httpx.Response) -> None:
+    _kept_still_there(cell, response)
+    if cell.succeeds:
+        assert cell.workspace is not None
+        name = response.request.url.path.rsplit("/", 1)[1]
+        assert not cell.world.exists(f"{_archives_url(cell.workspace)}/{name}")
+
+
+def _pages_check(cell: Cell, response: httpx.Response) -> None:
+    paths = {p["path"] for p in response.json()["pages"]}
+    assert {path for path, _, _ in _KEPT_PAGES} <= paths
+
+
+def _page_check(cell: Cell, response: httpx.Response) -> None:
+    page = response.json()
+    assert (page["path"], page["title"]) == (KEPT_PAGE, "Kept page")
+    assert SHARED_WORD in page["body"]
+
+
+def _new_page(cell: Cell) -> Params:
+    params, _ = _archive(cell)
+    path = f"made/{cell.world.fresh('new')}"
+    body = {"title": "New", "body": f"New about the {SHARED_WORD}.", "base_version": None}
+    return {**params, "path": path}, {"json": body}
+
+
+def _new_page_check(cell: Cell, response: httpx.Response) -> None:
+    name, path = response.request.url.path.split("/archives/", 1)[1].split("/pages/", 1)
+    url = f"{_archives_url(cell.target_workspace)}/{name}/pages/{path}"
+    assert cell.world.exists(url) is cell.succeeds
+
+
+def _doomed_page_check(cell: Cell, response: httpx.Response) -> None:
+    _kept_still_there(cell, response)
+    if cell.succeeds:
+        assert not cell.world.exists(response.request.url.path)
+
+
+def _history_check(cell: Cell, response: httpx.Response) -> None:
+    versions = response.json()["versions"]
+    assert versions and versions[-1]["version"] == 1
+
+
+def _version_one(cell: Cell) -> Params:
+    params, _ = _kept_page(cell)
+    return {**params, "version": 1}, {}
+
+
+def _version_check(cell: Cell, response: httpx.Response) -> None:
+    assert (response.json()["version"], response.json()["path"]) == (1, KEPT_PAGE)
+
+
+def _diff(cell: Cell) -> Params:
+    params, _ = _kept_page(cell)
+    return params, {"params": {"from": 1}}
+
+
+def _restore(cell: Cell) -> Params:
+    params, _ = _doomed_or_kept_page(cell)
+    return params, {"json": {"version": 1, "base_version": 1}}
+
+
+def _rename(cell: Cell) -> Params:
+    params, _ = _doomed_or_kept_page(cell)
+    return params, {"json": {"new_path": f"moved/{cell.world.fresh('m')}", "base_version": 1}}
+
+
+def _renamed_check(cell: Cell, response: httpx.Response) -> None:
+    _kept_still_there(cell, response)
+    if cell.succeeds:
+        assert response.json()["path"] == json.loads(response.request.content)["new_path"]
+
+
+def _preview(cell: Cell) -> Params:
+    params, _ = _kept_page(cell)
+    return params, {"json": {"body": "Rewritten."}}
+
+
+def _preview_check(cell: Cell, response: httpx.Response) -> None:
+    edit = response.json()
+    assert (edit["action"], edit["base_version"]) == ("update", 1)
+    assert "+Rewritten." in edit["diff"]
+
+
+def _links_check(cell: Cell, response: httpx.Response) -> None:
+    links = response.json()
+    assert [link["source_path"] for link in links["backlinks"]] == ["kept/other"]
+    assert [link["target"] for link in links["dangling"]] == ["Not yet"]
+
+
+def _depth_two(cell: Cell) -> Params:
+    params, _ = _kept_page(cell)
+    return params, {"params": {"depth": 2}}
+
+
+def _graph_check(cell: Cell, response: httpx.Response) -> None:
+    paths = {node["path"] for node in response.json()["nodes"]}
+    assert {path for path, _, _ in _KEPT_PAGES} <= paths
+
+
+def _index_check(cell: Cell, response: httpx.Response) -> None:
+    assert "Kept page" in response.json()["markdown"]
+
+
+def _archive_search(cell: Cell) -> Params:
+    params, _ = _archive(cell)
+    return params, {"params": {"q": SHARED_WORD}}
+
+
+def _archive_search_check(cell: Cell, response: httpx.Response) -> None:
+    paths = {hit["path"] for hit in response.json()["hits"]}
+    assert KEPT_PAGE in paths
+    assert all(path.startswith(("kept/", "made/", "moved/", "imported/")) for path in paths)
+
+
+def _export_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.headers["content-type"] == "application/zip"
+    assert response.headers["content-disposition"].startswith("attachment")
+    with zipfile.ZipFile(io.BytesIO(response.content)) as exported:
+        assert f"{KEPT_PAGE}.md" in exported.namelist()
+
+
+def _import(cell: Cell) -> Params:
+    params, _ = _archive(cell)
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as vault:
+        vault.writestr(f"imported/{cell.world.fresh('i')}.md", f"About the {SHARED_WORD}.\n")
+    return params, {"files": {"file": ("vault.zip", buffer.getvalue(), "application/zip")}}
+
+
+def _import_check(cell: Cell, response: httpx.Response) -> None:
+    report = response.json()
+    assert len(report["created"]) == 1 and not report["skipped"], report
+
+
+def _from_document(cell: Cell) -> Params:
+    params, _ = _archive(cell)
+    assert cell.workspace is not None
+    body = {"document": str(cell.world.docs[cell.workspace]), "path": cell.world.fresh("doc-")}
+    return params, {"json": body}
+
+
+def _from_document_check(cell: Cell, response: httpx.Response) -> None:
+    assert SHARED_WORD in response.json()["body"]
+
+
+def _templates_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    _kept_archive(cell.world, cell.workspace)
+    names = {t["name"] for t in response.json()["templates"]}
+    assert {"person", "project", "meeting", "decision", KEPT_TEMPLATE} <= names
+
+
+def _new_template(cell: Cell) -> Params:
+    body = {"name": cell.world.fresh("tpl-"), "title": "Made", "body": "# {{title}}\n"}
+    return {}, {"json": body}
+
+
+def _doomed_template(cell: Cell) -> Params:
+    """A fresh template for one who may remove it; the kept one otherwise."""
+    assert cell.workspace is not None
+    _kept_archive(cell.world, cell.workspace)
+    if not cell.succeeds:
+        return {"name": KEPT_TEMPLATE}, {}
+    _, body = _new_template(cell)
+    url = f"/api/workspaces/{cell.workspace}/archive-templates"
+    assert cell.world.call("POST", url, cell.world.admin, **body).status_code == 201
+    return {"name": body["json"]["name"]}, {}
+
+
+def _doomed_template_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    url = f"/api/workspaces/{cell.workspace}/archive-templates"
+    names = {t["name"] for t in cell.world.call("GET", url, cell.world.admin).json()["templates"]}
+    assert KEPT_TEMPLATE in names
+    if cell.succeeds:
+        assert response.request.url.path.rsplit("/", 1)[1] not in names
+
+
 WS = "/api/workspaces/{workspace}"
 OCR = WS + "/ocr"
+ARC = WS + "/archives"
+PAGE = ARC + "/{name}/pages/{path:path}"
 ENDPOINTS = [
     # Public: documentation, probes, first-run setup and login.
     Endpoint("GET", "/openapi.json", PUBLIC, 200),
@@ -2055,6 +2381,252 @@ ENDPOINTS = [
         workspace="body",
         send=_completion,
         check=_completion_check,
+    ),
+    # Archives: the workspace's wiki.
+    Endpoint("GET", ARC, ARCHIVE_READ, 200, workspace="path", send=_archive, check=_archives_check),
+    Endpoint(
+        "POST",
+        ARC,
+        ARCHIVE_WRITE,
+        201,
+        workspace="path",
+        send=_new_archive,
+        after=_new_archive_check,
+    ),
+    Endpoint(
+        "GET",
+        ARC + "/{name}",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_archive,
+        check=_archive_check,
+    ),
+    Endpoint(
+        "PATCH",
+        ARC + "/{name}",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_same_title,
+        check=_archive_check,
+    ),
+    Endpoint(
+        "DELETE",
+        ARC + "/{name}",
+        ARCHIVE_WRITE,
+        204,
+        workspace="path",
+        takes_id=True,
+        protected=True,
+        send=_doomed_archive,
+        after=_doomed_archive_check,
+    ),
+    Endpoint(
+        "GET",
+        ARC + "/{name}/pages",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_archive,
+        check=_pages_check,
+    ),
+    Endpoint(
+        "GET",
+        PAGE,
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_kept_page,
+        check=_page_check,
+    ),
+    Endpoint(
+        "PUT",
+        PAGE,
+        ARCHIVE_WRITE,
+        201,
+        workspace="path",
+        takes_id=True,
+        grantable=True,
+        send=_new_page,
+        after=_new_page_check,
+    ),
+    Endpoint(
+        "DELETE",
+        PAGE,
+        ARCHIVE_WRITE,
+        204,
+        workspace="path",
+        takes_id=True,
+        grantable=True,
+        send=_doomed_or_kept_page,
+        after=_doomed_page_check,
+    ),
+    Endpoint(
+        "GET",
+        PAGE + "/-/history",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_kept_page,
+        check=_history_check,
+    ),
+    Endpoint(
+        "GET",
+        PAGE + "/-/versions/{version}",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_version_one,
+        check=_version_check,
+    ),
+    Endpoint(
+        "GET", PAGE + "/-/diff", ARCHIVE_READ, 200, workspace="path", takes_id=True, send=_diff
+    ),
+    Endpoint(
+        "POST",
+        PAGE + "/-/restore",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        grantable=True,
+        send=_restore,
+        after=_kept_still_there,
+    ),
+    Endpoint(
+        "POST",
+        PAGE + "/-/rename",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        grantable=True,
+        send=_rename,
+        after=_renamed_check,
+    ),
+    Endpoint(
+        "POST",
+        PAGE + "/-/preview",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_preview,
+        check=_preview_check,
+    ),
+    Endpoint(
+        "GET",
+        PAGE + "/-/links",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_kept_page,
+        check=_links_check,
+    ),
+    Endpoint(
+        "GET",
+        PAGE + "/-/graph",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_depth_two,
+        check=_graph_check,
+    ),
+    Endpoint(
+        "GET",
+        ARC + "/{name}/graph",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_archive,
+        check=_graph_check,
+    ),
+    Endpoint(
+        "GET",
+        ARC + "/{name}/index",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_archive,
+        check=_index_check,
+    ),
+    Endpoint(
+        "GET",
+        ARC + "/{name}/search",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_archive_search,
+        check=_archive_search_check,
+    ),
+    Endpoint(
+        "GET",
+        ARC + "/{name}/export",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_archive,
+        check=_export_check,
+    ),
+    Endpoint(
+        "POST",
+        ARC + "/{name}/import",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        grantable=True,
+        send=_import,
+        check=_import_check,
+    ),
+    Endpoint(
+        "POST",
+        ARC + "/{name}/from-document",
+        ARCHIVE_WRITE,
+        201,
+        workspace="path",
+        takes_id=True,
+        grantable=True,
+        send=_from_document,
+        check=_from_document_check,
+    ),
+    Endpoint(
+        "GET",
+        WS + "/archive-templates",
+        ARCHIVE_READ,
+        200,
+        workspace="path",
+        check=_templates_check,
+    ),
+    Endpoint(
+        "POST",
+        WS + "/archive-templates",
+        "workspaces:admin",
+        201,
+        workspace="path",
+        send=_new_template,
+    ),
+    Endpoint(
+        "DELETE",
+        WS + "/archive-templates/{name}",
+        "workspaces:admin",
+        204,
+        workspace="path",
+        send=_doomed_template,
+        after=_doomed_template_check,
     ),
 ]
 
