@@ -317,7 +317,8 @@ class WikiView {
     const index = h("div", { class: "wiki-body" });
     if (ctx.pages.length) {
       try {
-        const text = textOf(await api(`${archiveUrl(ctx.name)}/index`), "markdown", "body", "index");
+        const text = textOf(await api(`${archiveUrl(ctx.name)}/index`), "markdown", "body", "index")
+          .replace(/^# [^\n]*\n+/, ""); // its title: the card's heading says it
         renderMarkdown(index, text, { wikilink: this.linker(ctx) });
       } catch (error) { index.replaceChildren(errorNotice(error)); }
     }

@@ -96,6 +96,7 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
       }, h("strong", {}, p.title), h("small", { class: "muted mono" }, p.path))));
     }
     suggest.hidden = false;
+    suggest.style.top = `${caretBottom(area)}px`;
     area.setAttribute("aria-expanded", "true");
     mark();
   }
@@ -283,4 +284,24 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
     focus: () => (creating && !titleInput.value ? titleInput : area).focus(),
     dirty: () => dirty,
   };
+}
+
+// How far below the textarea's top the caret's line ends (a hidden copy of the text up
+// to the caret, laid out like the textarea, measures it): the list opens under the line
+// being written.
+const MIRRORED = ["boxSizing", "width", "paddingTop", "paddingRight", "paddingBottom", "paddingLeft", "borderTopWidth",
+  "borderRightWidth", "borderBottomWidth", "borderLeftWidth", "fontFamily", "fontSize", "fontWeight", "lineHeight", "letterSpacing", "tabSize"];
+function caretBottom(area) {
+  const style = getComputedStyle(area);
+  const mirror = document.createElement("div");
+  for (const name of MIRRORED) mirror.style[name] = style[name];
+  Object.assign(mirror.style, { position: "absolute", visibility: "hidden", whiteSpace: "pre-wrap", overflowWrap: "break-word", top: "0", left: "-9999px" });
+  mirror.textContent = area.value.slice(0, area.selectionStart);
+  const marker = document.createElement("span");
+  marker.textContent = "\u200b";
+  mirror.append(marker);
+  document.body.append(mirror);
+  const bottom = marker.offsetTop + marker.offsetHeight - area.scrollTop;
+  mirror.remove();
+  return Math.max(8, Math.min(area.clientHeight, bottom)) + 4;
 }

@@ -124,7 +124,9 @@ function blocks(lines, ctx) {
     }
     if (ITEM.test(line)) {
       const start = i;
-      while (i < lines.length && (ITEM.test(lines[i]) || (lines[i].trim() && /^\s{2,}/.test(lines[i])))) i += 1;
+      // A blank line between items keeps the list going (a "loose" list).
+      while (i < lines.length && (ITEM.test(lines[i]) || (lines[i].trim() && /^\s{2,}/.test(lines[i]))
+        || (!lines[i].trim() && i + 1 < lines.length && ITEM.test(lines[i + 1])))) i += 1;
       frag.append(list(lines.slice(start, i), ctx));
       continue;
     }
@@ -164,7 +166,7 @@ function list(lines, ctx) {
   for (const line of lines) {
     const m = ITEM.exec(line);
     if (!m) {
-      if (lastLi) { lastLi.append(h("br")); inline(lastLi, line.trim(), ctx); }
+      if (lastLi && line.trim()) { lastLi.append(h("br")); inline(lastLi, line.trim(), ctx); }
       continue;
     }
     const indent = m[1].replace(/\t/g, "    ").length;
