@@ -10,11 +10,14 @@ scripted OpenAI-compatible server (the real wire format).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
+from httpx_sse import connect_sse
+from starlette.types import ASGIApp
 from tests.cli import autorag
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool
@@ -23,8 +26,9 @@ from tests.workspaces import new_workspace
 from autorag.agent.events import AgentEvent, WikiEditEvent
 from autorag.agent.skills.base import Caller
 from autorag.agent.skills.rag_search import NO_RESULTS
+from autorag.api.app import create_app
 from autorag.api.routes.chat import _event
-from autorag.auth.service import add_membership, create_user
+from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.chat.service import (
     LOCAL_USER,
     ChatOutcome,
@@ -61,6 +65,7 @@ class World:
     root: Path
     member: int
     manager: int
+    manager_key: str  # an API key of the manager
 
 
 @pytest.fixture(scope="module")
@@ -108,8 +113,9 @@ def world(tmp_path_factory: pytest.TempPathFactory, server: ScriptedOpenAI) -> W
     for name in ("member", "manager"):
         ids.append(create_user(context.catalog, name, PASSWORD, name).id)
         add_membership(context.catalog, name, context.info.name)
+    key = create_api_key(context.catalog, "manager", "tests", [])[1]
     context.close()
-    return World(root / "kb", *ids)
+    return World(root / "kb", *ids, key)
 
 
 @pytest.fixture
@@ -314,6 +320,38 @@ def test_ask_archive_offers_the_archive_and_rag_search_falls_back_to_it(
 
 
 # -- what the client receives ----------------------------------------------------------------
+def test_the_proposal_reaches_the_sse_stream_and_a_put_at_its_base_applies_it(
+    world: World, server: ScriptedOpenAI, serve_asgi: Callable[[ASGIApp], str]
+) -> None:
+    url = serve_asgi(create_app(find_workspace(world.root)))
+    headers = {"Authorization": f"Bearer {world.manager_key}"}
+    body = "Vendors sign the terms in [[Contracts#Terms]], reviewed each May."
+    server.reset([Tool("wiki_write", {"archive": "handbook", "path": "vendors", "body": body}),
+                  Text("I proposed a change to the vendors page.")])  # fmt: skip
+    with (
+        httpx.Client(timeout=60, headers=headers) as client,
+        connect_sse(client, "POST", f"{url}/api/workspaces/default/chat/stream",
+                    json={"message": "Note the May review on the vendors page."}) as events,
+    ):  # fmt: skip
+        received = [(e.event, e.json()) for e in events.iter_sse()]
+    names = [name for name, _ in received]
+    assert names.index("wiki_edit") < names.index("token") and names[-1] == "done"
+    edit = dict(received[names.index("wiki_edit")][1])
+    assert (edit["archive"], edit["path"], edit["action"], edit["applied"]) == (
+        "handbook", "vendors", "update", False
+    )  # fmt: skip
+    page = f"{url}/api/workspaces/default/archives/handbook/pages/vendors"
+    assert httpx.get(page, headers=headers).json()["version"] == edit["baseVersion"]
+    put = {"title": edit["title"], "body": edit["body"], "base_version": edit["baseVersion"]}
+    applied = httpx.put(page, headers=headers, json=put)
+    assert applied.status_code == 200, applied.text
+    assert "reviewed each May" in applied.json()["body"]
+    again = httpx.put(page, headers=headers, json={**put, "body": body + " Twice."})
+    assert again.status_code == 409
+    assert again.json()["code"] == "stale_version"
+    assert again.json()["current_version"] == applied.json()["version"]
+
+
 def test_the_wiki_edit_event_on_the_wire(app: AppContext) -> None:
     event = WikiEditEvent(3, "handbook", "budget", "update", "-a\n+b", False, "Budget", "b", 2)
     name, data = _event(app, event).splitlines()[:2]
