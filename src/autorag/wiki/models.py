@@ -158,6 +158,7 @@ class ProposedEdit:
 class ImportReport:
     created: list[str] = field(default_factory=list)
     updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)  # pages the same as the file
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (name, reason)
     attachments: int = 0
 
