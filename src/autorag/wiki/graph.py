@@ -3,8 +3,8 @@
 Nodes are pages (``page:<id>``) and dangling targets (``dangling:<title key>``: a name no
 page answers to yet); an edge is "this page links to that", however many times. Cycles
 and self-links are ordinary edges. A neighbourhood is a breadth-first walk over links in
-both directions (a page's links and its backlinks), at most 3 steps and 500 nodes, each
-step one indexed query per 500 pages.
+both directions (a page's links and its backlinks), at most 3 steps and 500 nodes, the walk
+one statement (the database follows the source and target indexes).
 """
 
 from __future__ import annotations
@@ -35,28 +35,14 @@ def whole(engine: Engine, archive_id: int) -> Graph:
     return _with_edges(nodes, store.all_edges(engine, archive_id), include_dangling=True)
 
 
-def neighbourhood(engine: Engine, archive_id: int, page_id: int, depth: int) -> Graph:
+def neighbourhood(engine: Engine, page_id: int, depth: int) -> Graph:
     """The pages within ``depth`` links of ``page_id`` (either direction), the dangling
     targets they link to, and the links among them; at most ``MAX_NODES`` nodes."""
     if not 0 <= depth <= MAX_DEPTH:
         raise InvalidInput(f"depth must be from 0 to {MAX_DEPTH}", code="invalid_depth")
-    seen: dict[int, None] = {page_id: None}  # insertion-ordered: nearest first
-    frontier = [page_id]
-    for _ in range(depth):
-        if not frontier or len(seen) >= MAX_NODES:
-            break
-        ring: list[int] = []
-        for source, target, _key, _target in store.edges_touching(engine, archive_id, frontier):
-            for other in (source, target):
-                if other is not None and other not in seen and len(seen) < MAX_NODES:
-                    seen[other] = None
-                    ring.append(other)
-        frontier = ring
-    found = store.page_nodes_by_id(engine, seen)
-    nodes = [GraphNode(page_key(pid), pid, *found[pid]) for pid in seen if pid in found]
-    edges = store.edges_touching(
-        engine, archive_id, [node.page_id for node in nodes if node.page_id]
-    )
+    near = store.nearest_pages(engine, page_id, depth, MAX_NODES)
+    nodes = [GraphNode(page_key(pid), pid, path, title) for pid, path, title in near]
+    edges = store.edges_among(engine, [node.page_id for node in nodes if node.page_id])
     return _with_edges(nodes, edges, include_dangling=True, limit=MAX_NODES)
 
 

@@ -355,8 +355,8 @@ class WikiService:
     def links(self, archive: ArchiveRef, path: str) -> PageLinks:
         target = self.archive(archive)
         page = self._state(target, path).page
-        outgoing = store.outgoing(self.engine, target.id, page.id)
-        backlinks = store.backlinks(self.engine, target.id, page.id)
+        outgoing = store.outgoing(self.engine, page.id)
+        backlinks = store.backlinks(self.engine, page.id)
         dangling = [link for link in outgoing if link.target_page_id is None]
         return PageLinks(outgoing, backlinks, dangling)
 
@@ -366,7 +366,7 @@ class WikiService:
     def neighbourhood(self, archive: ArchiveRef, path: str, depth: int = 1) -> Graph:
         target = self.archive(archive)
         page = self._state(target, path).page
-        return graph.neighbourhood(self.engine, target.id, page.id, depth)
+        return graph.neighbourhood(self.engine, page.id, depth)
 
     def index_markdown(self, archive: ArchiveRef) -> str:
         """The archive's index page: its paths as a tree, each page a ``[[path|Title]]``."""

@@ -28,8 +28,11 @@ from sqlalchemy import (
     delete,
     func,
     insert,
+    literal,
     or_,
     select,
+    union,
+    union_all,
     update,
 )
 from sqlalchemy.exc import IntegrityError
@@ -249,10 +252,9 @@ def _archive(row: Any) -> Archive:
 
 
 def _archives_query() -> Any:
-    counts = select(P.archive_id, func.count().label("n")).group_by(P.archive_id).subquery("counts")
-    return select(A.__table__, func.coalesce(counts.c.n, 0).label("page_count")).outerjoin(
-        counts, counts.c.archive_id == A.id
-    )
+    # Counted per archive row through the (archive_id, path) index, not grouped over all.
+    pages = select(func.count()).where(P.archive_id == A.id).scalar_subquery()
+    return select(A.__table__, pages.label("page_count"))
 
 
 def insert_archive(
@@ -528,7 +530,7 @@ def reresolve(
         )
 
 
-def _link_query(archive_id: int) -> Any:
+def _link_query() -> Any:
     source = P.__table__.alias("source")
     target = P.__table__.alias("target")
     query = (
@@ -544,7 +546,6 @@ def _link_query(archive_id: int) -> Any:
         )
         .join(source, source.c.id == L.source_page_id)
         .outerjoin(target, target.c.id == L.target_page_id)
-        .where(L.archive_id == archive_id)
     )
     return query, source
 
@@ -553,14 +554,14 @@ def _links(conn: Connection, query: Any) -> list[Link]:
     return [Link(*row) for row in conn.execute(query)]
 
 
-def outgoing(engine: Engine, archive_id: int, page_id: int) -> list[Link]:
-    query, _ = _link_query(archive_id)
+def outgoing(engine: Engine, page_id: int) -> list[Link]:
+    query, _ = _link_query()
     with engine.connect() as conn:
         return _links(conn, query.where(L.source_page_id == page_id).order_by(L.position))
 
 
-def backlinks(engine: Engine, archive_id: int, page_id: int) -> list[Link]:
-    query, source = _link_query(archive_id)
+def backlinks(engine: Engine, page_id: int) -> list[Link]:
+    query, source = _link_query()
     query = query.where(L.target_page_id == page_id).order_by(source.c.path, L.position)
     with engine.connect() as conn:
         return _links(conn, query)
@@ -570,15 +571,6 @@ def page_nodes(engine: Engine, archive_id: int) -> list[tuple[int, str, str]]:
     query = select(P.id, P.path, P.title).where(P.archive_id == archive_id).order_by(P.path)
     with engine.connect() as conn:
         return [(row[0], row[1], row[2]) for row in conn.execute(query)]
-
-
-def page_nodes_by_id(engine: Engine, ids: Iterable[int]) -> dict[int, tuple[str, str]]:
-    found: dict[int, tuple[str, str]] = {}
-    with engine.connect() as conn:
-        for batch in batches(set(ids)):
-            query = select(P.id, P.path, P.title).where(P.id.in_(batch))
-            found.update({row[0]: (row[1], row[2]) for row in conn.execute(query)})
-    return found
 
 
 Edge = tuple[int, int | None, str, str]  # (source id, target id or None, target key, target)
@@ -594,17 +586,45 @@ def all_edges(engine: Engine, archive_id: int) -> list[Edge]:
         return [(row[0], row[1], row[2], row[3]) for row in conn.execute(query)]
 
 
-def edges_touching(engine: Engine, archive_id: int, page_ids: Iterable[int]) -> list[Edge]:
-    """The links from or to these pages (both directions: a neighbourhood's next ring)."""
-    edges: set[Edge] = set()
-    columns = (L.source_page_id, L.target_page_id, L.target_key, L.target)
+def nearest_pages(engine: Engine, start: int, depth: int, limit: int) -> list[tuple[int, str, str]]:
+    """``(id, path, title)`` of the pages within ``depth`` links of ``start``, following
+    links both ways, nearest first (then by id), at most ``limit``: one statement, the
+    walk done by the database through the source and target indexes."""
+    rings: list[Any] = [select(literal(start, Integer).label("id"), literal(0, Integer).label("d"))]
+    previous = select(literal(start, Integer).label("id")).cte("ring0")
+    for step in range(1, depth + 1):
+        ids = select(previous.c.id)
+        out = select(L.target_page_id.label("id")).where(
+            L.source_page_id.in_(ids), L.target_page_id.is_not(None)
+        )
+        back = select(L.source_page_id.label("id")).where(L.target_page_id.in_(ids))
+        previous = union(out, back).cte(f"ring{step}")
+        rings.append(select(previous.c.id, literal(step, Integer).label("d")))
+    walked = union_all(*rings).subquery("walked")
+    nearest = (
+        select(walked.c.id, func.min(walked.c.d).label("d"))
+        .group_by(walked.c.id)
+        .order_by(func.min(walked.c.d), walked.c.id)
+        .limit(limit)
+        .subquery("nearest")
+    )
+    query = (
+        select(P.id, P.path, P.title)
+        .join(nearest, nearest.c.id == P.id)
+        .order_by(nearest.c.d, nearest.c.id)
+    )
     with engine.connect() as conn:
-        for batch in batches(set(page_ids)):
-            out = select(*columns).where(L.archive_id == archive_id, L.source_page_id.in_(batch))
-            back = select(*columns).where(L.target_page_id.in_(batch))
-            for query in (out, back):
-                edges.update((row[0], row[1], row[2], row[3]) for row in conn.execute(query))
-    return sorted(edges, key=lambda e: (e[0], e[1] or 0, e[2]))
+        return [(row[0], row[1], row[2]) for row in conn.execute(query)]
+
+
+def edges_among(engine: Engine, page_ids: Sequence[int]) -> list[Edge]:
+    """The links from these pages to one another or to nothing yet (dangling)."""
+    query = select(L.source_page_id, L.target_page_id, L.target_key, L.target).where(
+        L.source_page_id.in_(page_ids),
+        or_(L.target_page_id.in_(page_ids), L.target_page_id.is_(None)),
+    )
+    with engine.connect() as conn:
+        return [(row[0], row[1], row[2], row[3]) for row in conn.execute(query)]
 
 
 # -- aliases ----------------------------------------------------------------------------
