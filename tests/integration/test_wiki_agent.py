@@ -317,6 +317,8 @@ def test_ask_archive_offers_the_archive_and_rag_search_falls_back_to_it(
 
     missing = autorag("-w", str(world.root), "ask", "Anything?", "--archive", "nope")
     assert missing.returncode != 0 and "nope" in missing.stderr
+    chat = autorag("-w", str(world.root), "chat", "--archive", "nope", input="/quit\n")
+    assert chat.returncode != 0 and "nope" in chat.stderr  # refused before the first turn
 
 
 # -- what the client receives ----------------------------------------------------------------

@@ -135,7 +135,7 @@ class ChatService:
         question checked (and redacted with ``dlp``), a concurrency slot taken, the chat
         found, the model chosen."""
         original = _checked(turn.question)
-        archive = _archive(app, turn.archive)
+        archive = self.check_archive(app, turn.archive) if turn.archive else None
         scanned = dlp.scan(original, channel="chat_input") if dlp else None
         question = scanned.redacted_text if scanned else original
         release = self.limiter.acquire(user.key)
@@ -180,6 +180,11 @@ class ChatService:
         """Refuse a chat model this workspace cannot use (unknown, or not local)."""
         config = read_settings(app.catalog, app.info).agent
         self.router.check_choice(model, local_only=config.local_llm_only)
+
+    def check_archive(self, app: AppContext, archive: str) -> str:
+        """The name of the workspace's archive ``archive`` (a name or an id) that
+        questions may be asked about; NotFound when there is none."""
+        return WikiService(app).archive(archive).name
 
     def _chat(
         self, app: AppContext, turn: ChatTurn, user: ChatUser, *, title: str
@@ -306,12 +311,6 @@ def build_router(app: AppContext) -> ModelRouter:
     llm = app.settings.llm
     source = StoredProviders(Connections(app.catalog.engine, llm))
     return ModelRouter(providers, env_default=llm.default, fallback=llm.fallback, source=source)
-
-
-def _archive(app: AppContext, ref: str | None) -> str | None:
-    """The name of the archive a question is about; NotFound when the workspace has none
-    by that name (or id)."""
-    return WikiService(app).archive(ref).name if ref else None
 
 
 def _checked(question: str) -> str:

@@ -103,6 +103,8 @@ def chat(
         get_chat(app.catalog.engine, app.info.id, resume, LOCAL_USER.id)  # NotFound: exit 3
     if model is not None:
         service.check_model(app, model)
+    if archive is not None:
+        archive = service.check_archive(app, archive)  # NotFound: exit 3
     session = _Session(service, app, model, resume, archive)
     console.print("[dim]Ask a question; /help lists the commands, /quit leaves.[/dim]")
     while True:
