@@ -144,6 +144,12 @@ COMMANDS: dict[str, Entry] = {
         "app",
         "Source policy: glob rules deciding which sources peers may get.",
     ),
+    "wiki": Entry(
+        "wiki",
+        "app",
+        "Archives: the workspace's markdown wikis, with links between pages, backlinks and"
+        " history.",
+    ),
     "p2p": Entry("p2p", "app", "Peer-to-peer queries over SimpleX."),
     "ocr": Entry(
         "ocr",
