@@ -29,6 +29,7 @@ from autorag.agent.skills.rag_search import NO_RESULTS
 from autorag.api.app import create_app
 from autorag.api.routes.chat import _event
 from autorag.auth.service import add_membership, create_api_key, create_user
+from autorag.chat.redaction import RedactingEmitter
 from autorag.chat.service import (
     LOCAL_USER,
     ChatOutcome,
@@ -39,6 +40,7 @@ from autorag.chat.service import (
 )
 from autorag.chat.skills import builtin_skills
 from autorag.context import AppContext, open_context
+from autorag.dlp.service import DlpContext, DlpService, DlpSession
 from autorag.errors import NotFound, StaleVersion
 from autorag.ingest.minsync import refresh
 from autorag.models import Citation
@@ -362,6 +364,19 @@ def test_the_wiki_edit_event_on_the_wire(app: AppContext) -> None:
         "archiveId": 3, "archive": "handbook", "path": "budget", "action": "update",
         "diff": "-a\n+b", "applied": False, "title": "Budget", "body": "b", "baseVersion": 2,
     }  # fmt: skip
+
+
+def test_dlp_redacts_the_proposed_page_as_it_redacts_the_answer(app: AppContext) -> None:
+    session = DlpSession(DlpService(app.catalog), DlpContext(role="member"))
+    sent: list[AgentEvent] = []
+    emitter = RedactingEmitter(sent.append, session)
+    body = "Write to jane.doe@example.com for access."
+    diff = f"+{body}"
+    emitter(WikiEditEvent(1, "handbook", "access", "create", diff, False, "Access", body, None))
+    (edit,) = sent
+    assert isinstance(edit, WikiEditEvent) and emitter.redacted
+    assert "jane.doe@example.com" not in edit.body + edit.diff
+    assert edit.path == "access" and edit.title == "Access"
 
 
 def test_grounding_keeps_archive_pages_the_answer_shares_no_words_with() -> None:
