@@ -90,8 +90,9 @@ def create(
 ) -> None:
     """Create an archive in the current workspace.
 
-    Managers and admins write every archive's pages; members read them, and write those
-    of an archive that names them with --writer.
+    Managers and admins write every archive's pages; members read them.
+
+    A member named with --writer writes this archive's pages too.
 
     autorag wiki create handbook --title "Team handbook" --writer alice
     """
@@ -283,8 +284,9 @@ def edit(
 ) -> None:
     """Edit a page in $EDITOR (or $VISUAL); saving the file and quitting saves the page.
 
-    If someone saved the page meanwhile, nothing is overwritten: your text stays in the
-    file the command names, to merge by hand.
+    If someone saved the page meanwhile, nothing is overwritten.
+
+    Your text then stays in the file the command names, to merge by hand.
     """
     from autorag.wiki import frontmatter
 
@@ -435,8 +437,7 @@ def rename(
 def links(
     ctx: typer.Context, archive: ArchiveArg, path: PathArg, as_json: JsonFlag = False
 ) -> None:
-    """A page's links: where it links to, which pages link to it, and links to pages
-    not written yet (dangling)."""
+    """A page's links out, its backlinks, and its links to pages not written yet."""
     wiki = _wiki(ctx)
     found = wiki.archive(archive)
     result = wiki.links(found, wiki.page(found, path).path)
@@ -544,8 +545,11 @@ def import_(
     ],
     as_json: JsonFlag = False,
 ) -> None:
-    """Import markdown files: a folder's paths become page paths, [[links]] and front
-    matter are kept. A page already there is updated; what cannot be imported is listed.
+    """Import a folder or a zip of markdown files (an Obsidian vault) into an archive.
+
+    A file's path becomes the page's path; its \\[\\[links]] and front matter are kept.
+
+    A page already there is updated when the file differs; what cannot be imported is listed.
 
     autorag wiki import handbook ~/ObsidianVault
     """
@@ -560,8 +564,8 @@ def import_(
         return
     console.print(
         f"Imported into {found.name!r}: {len(report.created)} created, "
-        f"{len(report.updated)} updated, {len(report.skipped)} skipped, "
-        f"{plural(report.attachments, 'attachment')}.",
+        f"{len(report.updated)} updated, {len(report.unchanged)} unchanged, "
+        f"{len(report.skipped)} skipped, {plural(report.attachments, 'attachment')}.",
         highlight=False,
     )
     if report.skipped:
@@ -607,3 +611,11 @@ def remove_template(
     """Remove a template you added (built-in ones stay)."""
     _wiki(ctx).remove_template(name)
     console.print(f"Removed template {name!r}.", highlight=False)
+
+
+# `autorag wiki --help` lists the commands in the order a user meets them.
+_ORDER = [
+    *("create", "new", "show", "edit", "ls", "search", "links", "history", "diff"),
+    *("restore", "rename", "rm", "export", "import", "from-doc"),
+]
+app.registered_commands.sort(key=lambda command: _ORDER.index(command.name or ""))

@@ -30,6 +30,7 @@ from autorag.api.multipart import receive_upload
 from autorag.auth import service as users
 from autorag.auth.permissions import ARCHIVE_READ, ARCHIVE_WRITE, may_write_archive
 from autorag.errors import Forbidden, InvalidInput, NotFound, UnsupportedMediaType
+from autorag.wiki.graph import MAX_DEPTH
 from autorag.wiki.models import (
     Archive,
     ArchiveConfig,
@@ -478,7 +479,7 @@ def page_graph(
     name: ArchiveName,
     path: PagePath,
     wiki: Wiki,
-    depth: Annotated[int, Query(ge=1, le=5, description="Links away from the page")] = 1,
+    depth: Annotated[int, Query(ge=1, le=MAX_DEPTH, description="Links away from the page")] = 1,
 ) -> Graph:
     """The pages and links around the page, up to ``depth`` links away."""
     return wiki.neighbourhood(wiki.archive(name), path, depth=depth)
