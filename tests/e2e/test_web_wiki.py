@@ -1,15 +1,17 @@
 """The wiki in the browser: create an archive and a page whose [[wikilink]] names a page
 not written yet, create that page from the link, follow the link, see the backlink with
-its sentence, edit (a stale save keeps your text), restore an old version, and a page
-whose Markdown holds script (a <script> tag, an onerror attribute, a javascript: link)
-runs none of it.
+its sentence, edit (a stale save keeps your text), restore an old version; a page whose
+Markdown holds script (a <script> tag, an onerror attribute, a javascript: link) runs
+none of it; and a page edit the assistant proposes in chat is applied from its card.
 
 A real ``autorag serve`` and Debian's Chromium (Playwright); the pages are saved through
-the real API and indexed by the real embedding model."""
+the real API and indexed by the real embedding model; the model is a scripted
+OpenAI-compatible server that calls ``wiki_write``."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -17,6 +19,8 @@ import pytest
 from autorag.auth.service import create_api_key, create_user
 from autorag.context import open_context
 from autorag.workspace import init_workspace
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.doubles.script import Text, Tool, Turn
 from tests.e2e.web_helpers import Server, browser_page, playwright_sync_api
 
 sync_api = playwright_sync_api()
@@ -29,13 +33,36 @@ HOSTILE = (
     '<img src="x" onerror="window.__pwned = \'onerror\'">\n\n'
     "[Click me](javascript:window.__pwned='link') and [[Apollo]].\n"
 )
+PROPOSED = "The plan, as the assistant would have it."
+
+
+def propose(request: dict[str, Any]) -> Turn:
+    """Propose an edit of the launch plan, then say so."""
+    last = (request.get("messages") or [{}])[-1]
+    if last.get("role") == "tool":
+        return Text("I drafted that change for you to review.")
+    edit = {"archive": "handbook", "path": "launch-plan", "title": "Launch plan", "body": PROPOSED}
+    return Tool("wiki_write", edit)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
     root = tmp_path_factory.mktemp("web-wiki")
+    model = ScriptedOpenAI(propose).__enter__()
     workspace = init_workspace(root / "kb")
-    workspace.write_config({"workspace": "default", "search_paths": []})
+    workspace.write_config(
+        {
+            "workspace": "default",
+            "search_paths": [],
+            "llm": {
+                "default": "scripted",
+                "providers": [
+                    {"name": "scripted", "kind": "openai", "base_url": model.base_url,
+                     "default_model": "gpt-test", "local": True},
+                ],
+            },
+        }
+    )  # fmt: skip
     context = open_context(workspace)
     try:
         create_user(context.catalog, ADMIN, PASSWORD, "admin")
@@ -56,6 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, s
         yield running, key
     finally:
         running.stop()
+        model.__exit__(None, None, None)
 
 
 def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> None:
@@ -72,6 +100,7 @@ def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> 
         page.get_by_role("button", name="Sign in").click()
 
         # An archive, then a page linking to one not written yet.
+        expect(page.get_by_role("textbox", name="Message")).to_be_visible()  # signed in
         page.get_by_role("link", name="Wiki").click()
         page.get_by_role("button", name="New archive").click()
         dialog = page.get_by_role("dialog", name="New archive")
@@ -160,4 +189,18 @@ def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> 
         body.get_by_text("Click me").click()
         expect(body.get_by_role("link", name="Apollo")).to_be_visible()
         assert page.evaluate("window.__pwned") is None
+
+        # In chat, the assistant proposes an edit: a card with its diff, applied on request.
+        page.get_by_role("link", name="Chat").click()
+        composer = page.get_by_role("textbox", name="Message")
+        composer.fill("Rewrite the launch plan, please.")
+        composer.press("Enter")
+        card = page.get_by_role("region", name="Proposed wiki page edit")
+        expect(card.locator(".wiki-diff .add")).to_contain_text(PROPOSED)
+        expect(card.locator(".wiki-diff .del")).to_contain_text("First draft of the plan.")
+        assert httpx.get(f"{pages}/launch-plan", headers=auth).json()["version"] == 4
+        card.get_by_role("button", name="Apply").click()
+        expect(card).to_contain_text("Applied.")
+        saved = httpx.get(f"{pages}/launch-plan", headers=auth).json()
+        assert (saved["version"], saved["body"]) == (5, PROPOSED)
         assert not errors, errors
