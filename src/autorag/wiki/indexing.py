@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Sequence
 from typing import get_args
 
 from autorag.context import AppContext
@@ -38,6 +39,10 @@ SEARCH_MODES: tuple[str, ...] = get_args(SearchMode)
 # their vector table writes (LanceDB and Qdrant's local mode take one writer).
 _WRITE_LOCKS: dict[str, threading.Lock] = {}
 _WRITE_LOCKS_GUARD = threading.Lock()
+# Pages are saved one at a time, each a small write (LanceDB: a fragment, a deletion
+# file): the table is compacted after this many, as a refresh does after its batches.
+COMPACT_EVERY = 100
+_WRITES: dict[str, int] = {}  # vector table -> pages written since its last compaction
 
 
 def namespace_name(archive_id: int) -> str:
@@ -59,30 +64,29 @@ class PageIndex:
     def put(self, archive: Archive, page: Page) -> int:
         """(Re)index one page; its catalog document id. A page whose path changed is a
         new document (the source id holds the path): the caller removes the old one."""
+        return self.put_many(archive, [page])[page.id]
+
+    def put_many(self, archive: Archive, pages: Sequence[Page]) -> dict[int, int]:
+        """``put`` for many pages at once (embedded and written in batches): page id to
+        document id."""
+        if not pages:
+            return {}
         scoped = self._scoped(self._app.catalog.ensure_namespace(_name(archive), NAMESPACE_KIND))
-        text = page.body if page.body.strip() else page.title
-        body = text.encode()
-        meta = DocumentMeta(
-            source_id=page_source_id(archive, page.path),
-            doc_type=DOC_TYPE,
-            title=page.title,
-            size=len(body),
-            mtime_ns=int(page.updated_at.timestamp() * 1e9),
-            content_hash=hashlib.sha256(page.title.encode() + b"\0" + body).hexdigest(),
-            doc_date=page.updated_at,
-            origin=ORIGIN,
-        )
-        parsed = ParsedDocument([Segment(text)], title=page.title, doc_type=DOC_TYPE)
+        items = {page_source_id(archive, page.path): page for page in pages}
         outcomes: list[IngestOutcome] = []
         with _write_lock(scoped.info):
-            _indexer(scoped).index([IngestItem(meta, parsed=parsed)], outcomes.append)
-        outcome = outcomes[0]
-        if outcome.status != "ready" or outcome.document_id is None:
-            raise AutoragError(
-                f"page {page.path!r} could not be indexed: {outcome.error or outcome.status}",
-                code="page_not_indexed",
-            )
-        return outcome.document_id
+            _indexer(scoped).index([_item(archive, p) for p in items.values()], outcomes.append)
+            _compact_now_and_then(scoped, len(items))
+        indexed: dict[int, int] = {}
+        for outcome in outcomes:
+            page = items[outcome.source_id]
+            if outcome.status != "ready" or outcome.document_id is None:
+                raise AutoragError(
+                    f"page {page.path!r} could not be indexed: {outcome.error or outcome.status}",
+                    code="page_not_indexed",
+                )
+            indexed[page.id] = outcome.document_id
+        return indexed
 
     def remove(self, archive: Archive, document_id: int) -> None:
         """Take one page's document out of the archive's index (no-op when gone)."""
@@ -104,6 +108,7 @@ class PageIndex:
             return
         scoped = self._scoped(info)
         with _write_lock(info):
+            _WRITES.pop(info.vector_table, None)
             self._app.catalog.delete_workspace_rows(info.id)
             # Recreate-then-drop opens the table whatever vector size it holds.
             scoped.open_vectors(recreate=True).drop()
@@ -160,6 +165,24 @@ def _name(archive: Archive) -> str:
     return namespace_name(archive.id)
 
 
+def _item(archive: Archive, page: Page) -> IngestItem:
+    """A page as the indexer takes it: its title and body (never its front matter)."""
+    text = page.body if page.body.strip() else page.title  # an empty page: found by title
+    body = text.encode()
+    meta = DocumentMeta(
+        source_id=page_source_id(archive, page.path),
+        doc_type=DOC_TYPE,
+        title=page.title,
+        size=len(body),
+        mtime_ns=int(page.updated_at.timestamp() * 1e9),
+        content_hash=hashlib.sha256(page.title.encode() + b"\0" + body).hexdigest(),
+        doc_date=page.updated_at,
+        origin=ORIGIN,
+    )
+    parsed = ParsedDocument([Segment(text)], title=page.title, doc_type=DOC_TYPE)
+    return IngestItem(meta, parsed=parsed)
+
+
 def _indexer(scoped: AppContext) -> Indexer:
     """The namespace's indexer with the archive's chunk sizes (cheap to build: the
     vector table and the model come from the context, opened once)."""
@@ -173,6 +196,18 @@ def _indexer(scoped: AppContext) -> Indexer:
         embedder=lambda: scoped.embedder,
         settings=settings,
     )
+
+
+def _compact_now_and_then(scoped: AppContext, written: int) -> None:
+    """Compact the namespace's vector table every ``COMPACT_EVERY`` pages written by
+    this process (the caller holds the namespace's write lock)."""
+    table = scoped.info.vector_table
+    count = _WRITES.get(table, 0) + written
+    if count < COMPACT_EVERY:
+        _WRITES[table] = count
+        return
+    _WRITES[table] = 0
+    scoped.vectors.optimize()
 
 
 def _write_lock(info: WorkspaceInfo) -> threading.Lock:
