@@ -141,6 +141,25 @@ def test_errors_are_one_line_and_an_exit_code(tmp_path: Path) -> None:
     assert wiki(kb, "show", "handbook", "ok").returncode == 3  # nothing half-written
 
 
+def test_a_manager_names_the_members_who_write_an_archive(tmp_path: Path) -> None:
+    kb = _workspace(tmp_path)
+    for user in ("alice", "bob"):
+        made = autorag(
+            "-w", str(kb), "users", "create", user, "--password-stdin", input="a long password\n"
+        )
+        assert made.returncode == 0, made.stderr
+    unknown = wiki(kb, "create", "handbook", "--writer", "nobody")
+    assert unknown.returncode == 2 and "no user 'nobody'" in unknown.stderr
+    assert wiki(kb, "ls", "--json").stdout.strip() == "[]"  # nothing made
+    run(kb, "create", "handbook", "--writer", "alice")
+    assert run_json(kb, "writers", "handbook") == ["alice"]
+    assert run_json(kb, "writers", "handbook", "--add", "bob", "--remove", "alice") == ["bob"]
+    assert "Writers of 'handbook': bob." in run(kb, "writers", "handbook")
+    assert wiki(kb, "writers", "handbook", "--add", "nobody").returncode == 2
+    run(kb, "writers", "handbook", "--remove", "bob")
+    assert "managers and admins write" in run(kb, "writers", "handbook")
+
+
 _PAUSED_EDITOR = """\
 import pathlib, sys, time
 draft = pathlib.Path(sys.argv[1])

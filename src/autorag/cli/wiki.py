@@ -96,10 +96,12 @@ def create(
 
     autorag wiki create handbook --title "Team handbook" --writer alice
     """
+    from autorag.wiki.grants import checked_writers
     from autorag.wiki.models import ArchiveConfig
 
-    config = ArchiveConfig(writers=tuple(dict.fromkeys(writers or [])))
-    archive = _wiki(ctx).create_archive(
+    wiki = _wiki(ctx)
+    config = ArchiveConfig(writers=checked_writers(wiki.app.catalog, writers or []))
+    archive = wiki.create_archive(
         name, title=title, description=description, config=config, by=_who()
     )
     if as_json:
@@ -164,6 +166,42 @@ def _grow(branch: Tree, nodes: list[PageNode]) -> None:
         if node.page is not None:
             label = f"{label}  [dim]{escape(node.page.title)}[/dim]"
         _grow(branch.add(label), node.children)
+
+
+@app.command("writers")
+def writers(
+    ctx: typer.Context,
+    archive: ArchiveArg,
+    add: Annotated[
+        list[str] | None, typer.Option("--add", help="A member to let write; repeat for more.")
+    ] = None,
+    remove: Annotated[
+        list[str] | None, typer.Option("--remove", help="A member to take it from.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List, or change, the members who may write an archive's pages.
+
+    Managers and admins write every archive; a member only one that names them here.
+
+    autorag wiki writers handbook --add alice --remove bob
+    """
+    from autorag.wiki.grants import checked_writers
+
+    wiki = _wiki(ctx)
+    found = wiki.archive(archive)
+    names = found.config.writers
+    if add or remove:
+        kept = [name for name in (*names, *(add or [])) if name not in (remove or [])]
+        config = dataclasses.replace(found.config, writers=checked_writers(wiki.app.catalog, kept))
+        names = wiki.update_archive(found.name, config=config).config.writers
+    if as_json:
+        print_json(list(names))
+        return
+    if not names:
+        console.print(f"No members named: managers and admins write {found.name!r}.")
+        return
+    console.print(f"Writers of {found.name!r}: {', '.join(names)}.", highlight=False)
 
 
 @app.command("rm")
@@ -616,6 +654,6 @@ def remove_template(
 # `autorag wiki --help` lists the commands in the order a user meets them.
 _ORDER = [
     *("create", "new", "show", "edit", "ls", "search", "links", "history", "diff"),
-    *("restore", "rename", "rm", "export", "import", "from-doc"),
+    *("restore", "rename", "rm", "export", "import", "from-doc", "writers"),
 ]
 app.registered_commands.sort(key=lambda command: _ORDER.index(command.name or ""))

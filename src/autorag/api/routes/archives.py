@@ -27,9 +27,10 @@ from starlette.concurrency import run_in_threadpool
 from autorag.api.auth import Principal, require
 from autorag.api.deps import WorkspaceDep
 from autorag.api.multipart import receive_upload
-from autorag.auth import service as users
 from autorag.auth.permissions import ARCHIVE_READ, ARCHIVE_WRITE, may_write_archive
-from autorag.errors import Forbidden, InvalidInput, NotFound, UnsupportedMediaType
+from autorag.errors import Forbidden, UnsupportedMediaType
+from autorag.store.catalog.repository import Catalog
+from autorag.wiki.grants import MAX_WRITERS, checked_writers
 from autorag.wiki.graph import MAX_DEPTH
 from autorag.wiki.models import (
     Archive,
@@ -103,14 +104,14 @@ class ConfigIn(BaseModel):
     )
     writers: list[Annotated[str, Field(min_length=1, max_length=200)]] | None = Field(
         default=None,
-        max_length=500,
+        max_length=MAX_WRITERS,
         description="Members (user names) who may write this archive's pages",
     )
 
-    def applied_to(self, config: ArchiveConfig) -> ArchiveConfig:
+    def applied_to(self, config: ArchiveConfig, catalog: Catalog) -> ArchiveConfig:
         given = self.model_dump(exclude_none=True)
         if "writers" in given:
-            given["writers"] = tuple(dict.fromkeys(given["writers"]))
+            given["writers"] = checked_writers(catalog, given["writers"])
         return dataclasses.replace(config, **given)
 
 
@@ -223,17 +224,6 @@ class TemplateListOut(BaseModel):
     templates: list[Template]
 
 
-def _check_writers(context: WorkspaceDep, config: ConfigIn | None) -> None:
-    """A grant names users that exist (a typo would grant nobody, silently)."""
-    for username in (config.writers or []) if config else []:
-        try:
-            users.get_user(context.catalog, username)
-        except NotFound:
-            raise InvalidInput(
-                f"no user {username!r} to name among the archive's writers", code="unknown_user"
-            ) from None
-
-
 # -- archives ---------------------------------------------------------------------------
 @router.get(ARCHIVES, response_model=ArchiveListOut)
 def list_archives(principal: Reader, wiki: Wiki) -> ArchiveListOut:
@@ -246,8 +236,7 @@ def create_archive(
     principal: Manager, body: ArchiveCreate, context: WorkspaceDep, wiki: Wiki
 ) -> Archive:
     """Create an archive (409 ``archive_exists`` if the name is taken)."""
-    _check_writers(context, body.config)
-    config = body.config.applied_to(ArchiveConfig()) if body.config else None
+    config = body.config.applied_to(ArchiveConfig(), context.catalog) if body.config else None
     return wiki.create_archive(
         body.name,
         title=body.title,
@@ -267,8 +256,8 @@ def update_archive(
     principal: Manager, name: ArchiveName, body: ArchivePatch, context: WorkspaceDep, wiki: Wiki
 ) -> Archive:
     """Change an archive's title, description or options (its writers among them)."""
-    _check_writers(context, body.config)
-    config = body.config.applied_to(wiki.archive(name).config) if body.config else None
+    current = wiki.archive(name).config
+    config = body.config.applied_to(current, context.catalog) if body.config else None
     return wiki.update_archive(name, title=body.title, description=body.description, config=config)
 
 
