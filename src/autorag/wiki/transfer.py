@@ -184,12 +184,17 @@ def _limits(service: WikiService) -> IngestLimits:
 
 def _import_entry(job: _Import, entry: _Entry) -> None:
     suffix = PurePosixPath(entry.name).suffix.lower()
-    if suffix == ".md":
-        _import_page(job, entry)
-    elif suffix in ATTACHMENT_TYPES:
-        _import_attachment(job, entry, ATTACHMENT_TYPES[suffix])
-    else:
-        job.skipped.append((entry.name, "not a markdown file, an image or a PDF"))
+    try:
+        if entry.name.startswith(f"{ATTACHMENTS_DIR}/"):  # an export's: whatever its type
+            _import_attachment(job, entry, ATTACHMENT_TYPES.get(suffix))
+        elif suffix == ".md":
+            _import_page(job, entry)
+        elif suffix in ATTACHMENT_TYPES:
+            _import_attachment(job, entry, ATTACHMENT_TYPES[suffix])
+        else:
+            job.skipped.append((entry.name, "not a markdown file, an image or a PDF"))
+    except (OSError, zipfile.BadZipFile) as exc:  # gone, swapped for a link, bad CRC...
+        job.skipped.append((entry.name, f"could not be read: {exc}"))
 
 
 def _import_page(job: _Import, entry: _Entry) -> None:
@@ -258,7 +263,7 @@ def _title(front: dict[str, Any], body: str, name: str) -> str:
     return PurePosixPath(name).stem
 
 
-def _import_attachment(job: _Import, entry: _Entry, media_type: str) -> None:
+def _import_attachment(job: _Import, entry: _Entry, media_type: str | None) -> None:
     name = entry.name.removeprefix(f"{ATTACHMENTS_DIR}/")
     if entry.size > MAX_ATTACHMENT_BYTES:
         reason = f"{human_size(entry.size)}, over the {human_size(MAX_ATTACHMENT_BYTES)} limit"
@@ -292,7 +297,11 @@ def _folder_entries(root: Path, skipped: list[tuple[str, str]]) -> Iterator[_Ent
         for file in sorted(files):
             path = base / file
             relative = path.relative_to(root).as_posix()
-            info = path.lstat()
+            try:
+                info = path.lstat()
+            except OSError as exc:
+                skipped.append((relative, f"could not be read: {exc.strerror}"))
+                continue
             if stat.S_ISLNK(info.st_mode):
                 skipped.append((relative, "a symbolic link (not followed)"))
             elif not stat.S_ISREG(info.st_mode):
