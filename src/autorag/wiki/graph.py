@@ -42,6 +42,7 @@ def neighbourhood(engine: Engine, page_id: int, depth: int) -> Graph:
         raise InvalidInput(f"depth must be from 0 to {MAX_DEPTH}", code="invalid_depth")
     near = store.nearest_pages(engine, page_id, depth, MAX_NODES)
     nodes = [GraphNode(page_key(pid), pid, path, title) for pid, path, title in near]
+    # Every link among them is one of their own outgoing links.
     edges = store.edges_among(engine, [node.page_id for node in nodes if node.page_id])
     return _with_edges(nodes, edges, include_dangling=True, limit=MAX_NODES)
 
