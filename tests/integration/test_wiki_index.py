@@ -24,6 +24,7 @@ from autorag.store.vectors.qdrant import close_clients
 from autorag.wiki.indexing import NAMESPACE_KIND, PageIndex, namespace_name
 from autorag.wiki.models import Archive
 from autorag.wiki.service import WikiService
+from autorag.workspace_settings import update_settings
 
 pytestmark = pytest.mark.filterwarnings("ignore:Payload indexes have no effect:UserWarning")
 
@@ -178,6 +179,18 @@ def test_a_save_re_embeds_only_the_changed_chunks(app: AppContext, wiki: WikiSer
     assert all("crane schedules" in text for text in counted)
     hits = wiki.search(archive, "crane schedules", k=3, mode="hybrid")
     assert hits and hits[0].path == "harbour" and "crane" in hits[0].text
+
+
+def test_the_workspace_s_redact_on_ingest_holds_for_its_archives(app: AppContext) -> None:
+    careful = ws.create_workspace(app.catalog, f"careful-{app.settings.vector_store}")
+    update_settings(app.catalog, careful, {"redact_on_ingest": True})
+    wiki = WikiService(app.for_workspace(careful))
+    archive = wiki.create_archive("contacts", by="tester")
+    body = "Write to ada.lovelace@example.com about the boathouse keys."
+    page = wiki.save_page(archive, "ada", body=body, title="Ada", base_version=None, by="t")
+    assert page.body == body  # the page itself is what was written
+    hits = wiki.search(archive, "boathouse keys", k=3, mode="fts")
+    assert hits and "example.com" not in hits[0].text and "[REDACTED]" in hits[0].text
 
 
 def _count_model_texts(embedder: CachedEmbedder) -> list[str]:

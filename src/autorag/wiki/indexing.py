@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import get_args
 
 from autorag.context import AppContext
+from autorag.dlp.service import DlpService
 from autorag.errors import AutoragError, InvalidInput
 from autorag.ingest.documents import get_document
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
@@ -26,6 +27,7 @@ from autorag.retrieval.hybrid import SearchMode, SearchRequest
 from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
 from autorag.wiki import store
 from autorag.wiki.models import Archive, Page, PageHit
+from autorag.workspace_settings import read_settings
 
 NAMESPACE_KIND = "archive"
 ORIGIN = "archive"
@@ -73,9 +75,14 @@ class PageIndex:
             return {}
         scoped = self._scoped(self._app.catalog.ensure_namespace(_name(archive), NAMESPACE_KIND))
         items = {page_source_id(archive, page.path): page for page in pages}
+        # The workspace's redact_on_ingest holds for its archives' index too (the hidden
+        # row has no settings of its own).
+        redact = read_settings(self._app.catalog, self._app.info).redact_on_ingest
+        dlp = DlpService(self._app.catalog) if redact else None
+        ingest = [_item(archive, page, dlp) for page in items.values()]
         outcomes: list[IngestOutcome] = []
         with _write_lock(scoped.info):
-            _indexer(scoped).index([_item(archive, p) for p in items.values()], outcomes.append)
+            _indexer(scoped).index(ingest, outcomes.append)
             _compact_now_and_then(scoped, len(items))
         indexed: dict[int, int] = {}
         for outcome in outcomes:
@@ -165,7 +172,7 @@ def _name(archive: Archive) -> str:
     return namespace_name(archive.id)
 
 
-def _item(archive: Archive, page: Page) -> IngestItem:
+def _item(archive: Archive, page: Page, dlp: DlpService | None) -> IngestItem:
     """A page as the indexer takes it: its title and body (never its front matter)."""
     text = page.body if page.body.strip() else page.title  # an empty page: found by title
     body = text.encode()
@@ -180,6 +187,8 @@ def _item(archive: Archive, page: Page) -> IngestItem:
         origin=ORIGIN,
     )
     parsed = ParsedDocument([Segment(text)], title=page.title, doc_type=DOC_TYPE)
+    if dlp is not None:
+        parsed = dlp.redact_document(parsed)
     return IngestItem(meta, parsed=parsed)
 
 
