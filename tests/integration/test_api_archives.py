@@ -140,6 +140,10 @@ def test_preview_export_import_and_a_page_from_a_document(api: Api) -> None:
     assert (preview["action"], preview["base_version"]) == ("update", 1)
     assert "+The kiln is cold." in preview["diff"]
     assert api.ok("mem", "GET", "/handbook/pages/notes/kiln")["version"] == 1  # nothing saved
+    # A page may be larger than the API's usual JSON body cap (1 MB), up to its own 2 MB.
+    large = "A line of a long page.\n" * 65_000
+    big = api.ok("mem", "POST", "/handbook/pages/notes/large/-/preview", json={"body": large})
+    assert (big["action"], big["base_version"]) == ("create", None)
 
     exported = api.call("mem", "GET", "/handbook/export")
     assert exported.status_code == 200
