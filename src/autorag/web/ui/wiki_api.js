@@ -56,12 +56,14 @@ export async function savePage(archive, path, { title, body, baseVersion, templa
 // unless it is a plain word or phrase.
 const PLAIN = /^[A-Za-z][\w .,'/()-]*$/;
 const YAML_WORDS = /^(true|false|yes|no|on|off|null|~)$/i;
+const ISO_DATE = /^\d{4}-\d{2}-\d{2}$/; // YAML's own dates stay dates
 export function frontMatterText(frontMatter) {
   const entries = Object.entries(frontMatter || {});
   if (!entries.length) return "";
   const lines = entries.map(([key, value]) => {
     const name = /^[\w-]+$/.test(key) ? key : JSON.stringify(key);
-    const shown = typeof value === "string" && PLAIN.test(value) && !YAML_WORDS.test(value) && !value.endsWith(" ") ? value : JSON.stringify(value);
+    const plain = typeof value === "string" && ((PLAIN.test(value) && !YAML_WORDS.test(value) && !value.endsWith(" ")) || ISO_DATE.test(value));
+    const shown = plain ? value : JSON.stringify(value);
     return `${name}: ${shown}`;
   });
   return `---\n${lines.join("\n")}\n---\n`;

@@ -40,7 +40,7 @@ export function drawGraph(graph, { href, current = null, label = "Link graph" } 
   const width = Math.max(200, Math.max(...xs) - minX + pad);
   const height = Math.max(160, Math.max(...ys) - minY + pad);
   const index = new Map(nodes.map((n, i) => [n.key, i]));
-  const svg = h("svg:svg", { viewBox: `${minX.toFixed(1)} ${minY.toFixed(1)} ${width.toFixed(1)} ${height.toFixed(1)}`, role: "img", "aria-label": label, class: "graph-svg" });
+  const svg = h("svg:svg", { viewBox: `${minX.toFixed(1)} ${minY.toFixed(1)} ${width.toFixed(1)} ${height.toFixed(1)}`, role: "group", "aria-label": label, class: "graph-svg" });
   const lines = h("svg:g", { class: "edges" });
   for (const e of edges) {
     const a = index.get(e.source);
