@@ -315,6 +315,29 @@ def test_two_racing_creates_one_wins(app: AppContext, archive: Archive) -> None:
     assert [v.version for v in fast.history(archive, "new")] == [1]
 
 
+def test_the_version_check_is_one_atomic_statement(
+    app: AppContext, wiki: WikiService, archive: Archive
+) -> None:
+    page = new(wiki, archive, "atomic", "one")
+    with app.catalog.engine.begin() as conn:
+        assert store.update_page(conn, page.id, 1, {"body": "two"})
+        assert not store.update_page(conn, page.id, 1, {"body": "three"})  # base 1 is gone
+    assert wiki.page(archive, "atomic").body == "two"
+
+
+def test_pages_created_at_once_resolve_each_others_links(app: AppContext, archive: Archive) -> None:
+    fast = WikiService(app, index=None)
+    pages = {"ann": ("north", "[[south]] lies below"), "bob": ("south", "[[north]] lies above")}
+    results = _race(
+        lambda who: fast.save_page(
+            archive, pages[who][0], body=pages[who][1], base_version=None, by=who
+        )
+    )
+    assert all(isinstance(r, Page) for r in results), results
+    for path in ("north", "south"):
+        assert fast.links(archive, path).dangling == []
+
+
 def _race(save: Callable[[str], Page]) -> list[Page | AutoragError]:
     """``save`` run by two threads let go at once: each one's page or error."""
     barrier = threading.Barrier(2)

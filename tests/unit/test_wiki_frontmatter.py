@@ -43,3 +43,10 @@ def test_bad_front_matter_is_refused_with_the_reason(markdown: str, words: str) 
         frontmatter.split(markdown)
     assert caught.value.code == "invalid_front_matter"
     assert words in caught.value.message
+
+
+def test_front_matter_nested_thousands_deep_is_refused_not_a_crash() -> None:
+    deep = "---\nkey: " + "[" * 3000 + "]" * 3000 + "\n---\nbody"
+    with pytest.raises(InvalidInput) as refused:
+        frontmatter.split(deep)
+    assert refused.value.code == "invalid_front_matter"

@@ -591,12 +591,13 @@ def import_(
 
     autorag wiki import handbook ~/ObsidianVault
     """
+    source = source.expanduser()
     if not source.exists():
         raise InvalidInput(f"{source}: no such folder or file")
     wiki = _wiki(ctx)
     found = wiki.archive(archive)
     with err_console.status(f"Importing {source} …"):
-        report = wiki.import_path(found, source.expanduser(), by=_who())
+        report = wiki.import_path(found, source, by=_who())
     if as_json:
         print_json(report)
         return

@@ -59,6 +59,10 @@ def parse(raw: str) -> dict[str, Any]:
         )
     try:
         loaded = yaml.load(raw, Loader=_NoAliasLoader)  # a SafeLoader
+    except RecursionError:  # brackets nested thousands deep
+        raise InvalidInput(
+            "the front matter is nested too deeply", code="invalid_front_matter"
+        ) from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         at = f" (line {where.line + 2})" if where is not None else ""

@@ -187,6 +187,7 @@ class WikiService:
         index. The index goes first: if that fails, nothing is deleted."""
         archive = self.archive(ref)
         if self._index is not None:
+            store.forget_index(self.engine, archive.id)
             self._index.drop(archive)
         store.delete_archive(self.engine, archive.id)
 
@@ -271,6 +272,7 @@ class WikiService:
         now = utcnow()
         try:
             with self.engine.begin() as conn:
+                store.lock_archive(conn, target.id)
                 if not store.update_page(
                     conn, state.page.id, base, {"path": new, "updated_at": now, "updated_by": by}
                 ):
@@ -292,6 +294,7 @@ class WikiService:
         target = self.archive(archive)
         state = self._at(target.id, normalise_path(path))
         with self.engine.begin() as conn:
+            store.lock_archive(conn, target.id)
             aliases = store.aliases_of(conn, state.page.id)
             store.delete_page(conn, state.page.id)
             store.reresolve(
@@ -571,6 +574,7 @@ class WikiService:
         }
         try:
             with self.engine.begin() as conn:
+                store.lock_archive(conn, archive.id)
                 page_id = store.insert_page(conn, archive.id, values)
                 page = Page(
                     page_id, archive.id, path, content.title, content.body,
@@ -614,6 +618,7 @@ class WikiService:
             "updated_by": by,
         }
         with self.engine.begin() as conn:
+            store.lock_archive(conn, archive.id)
             if not store.update_page(conn, old.id, base, values):
                 raise self._stale_in(conn, old)
             page = replace(
@@ -662,7 +667,8 @@ class WikiService:
             return
         try:
             document_id = self._index.put(archive, page)
-            store.mark_indexed(self.engine, page.id, page.version, document_id)
+            if not store.mark_indexed(self.engine, page.id, page.version, document_id):
+                self._put_newest(archive, page)
             if old_document_id is not None and old_document_id != document_id:
                 self._index.remove(archive, old_document_id)
         except Exception:  # the save stands; the index catches up later
@@ -674,6 +680,15 @@ class WikiService:
                 page.version,
                 exc_info=True,
             )
+
+    def _put_newest(self, archive: Archive, page: Page) -> None:
+        """A newer version of ``page`` was indexed while this one was, and this one's put
+        may have landed last: put the newest version back on top."""
+        assert self._index is not None
+        with self.engine.connect() as conn:
+            newest = store.page_state(conn, archive.id, page_id=page.id)
+        if newest is not None and newest.page.version > page.version:
+            self._index.put(archive, newest.page)
 
 
 # -- helpers ----------------------------------------------------------------------------

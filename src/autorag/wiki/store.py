@@ -299,6 +299,15 @@ def update_archive(engine: Engine, archive_id: int, values: dict[str, Any]) -> N
         conn.execute(update(A).where(A.id == archive_id).values(**values, updated_at=utcnow()))
 
 
+def forget_index(engine: Engine, archive_id: int) -> None:
+    """Mark every page of the archive as not indexed (before its index is dropped: an
+    archive whose deletion then fails gets its pages indexed again by reindex_pages)."""
+    with engine.begin() as conn:
+        conn.execute(
+            update(P).where(P.archive_id == archive_id).values(indexed_version=0, document_id=None)
+        )
+
+
 def delete_archive(engine: Engine, archive_id: int) -> None:
     with engine.begin() as conn:
         # Links first: their SET NULL on pages would otherwise run for every row.
@@ -385,13 +394,24 @@ def current_version(conn: Connection, page_id: int) -> int | None:
     return conn.execute(select(P.version).where(P.id == page_id)).scalar()
 
 
-def mark_indexed(engine: Engine, page_id: int, version: int, document_id: int) -> None:
+def mark_indexed(engine: Engine, page_id: int, version: int, document_id: int) -> bool:
+    """Record that ``version`` is in the index; False when a newer one was recorded
+    first (its put may then have been overwritten by this older one's)."""
     with engine.begin() as conn:
-        conn.execute(
+        result = conn.execute(
             update(P)
             .where(P.id == page_id, P.indexed_version < version)
             .values(indexed_version=version, document_id=document_id)
         )
+        return result.rowcount == 1
+
+
+def lock_archive(conn: Connection, archive_id: int) -> None:
+    """Writers of one archive's pages take turns (PostgreSQL's row lock; SQLite has one
+    writer anyway): a save resolves its links against what the others committed, so two
+    pages created at once never leave a link dangling, and a deleted page's row is never
+    the target of a link being written."""
+    conn.execute(select(A.id).where(A.id == archive_id).with_for_update())
 
 
 def delete_page(conn: Connection, page_id: int) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -193,7 +194,9 @@ def _import_entry(job: _Import, entry: _Entry) -> None:
             _import_attachment(job, entry, ATTACHMENT_TYPES[suffix])
         else:
             job.skipped.append((entry.name, "not a markdown file, an image or a PDF"))
-    except (OSError, zipfile.BadZipFile) as exc:  # gone, swapped for a link, bad CRC...
+    # Gone, swapped for a link, a bad CRC, a corrupt deflate stream, a compression
+    # method zipfile does not know...
+    except (OSError, zipfile.BadZipFile, zlib.error, NotImplementedError) as exc:
         job.skipped.append((entry.name, f"could not be read: {exc}"))
 
 
