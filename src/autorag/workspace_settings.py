@@ -18,8 +18,11 @@ from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 
 # wiki_query and wiki_write are offered only in a workspace that has an archive.
 DEFAULT_SKILLS = (
-    *("rag_search", "workspace_memory", "document_temp_process"),
-    *("wiki_query", "wiki_write"),
+    "rag_search",
+    "workspace_memory",
+    "document_temp_process",
+    "wiki_query",
+    "wiki_write",
 )
 
 

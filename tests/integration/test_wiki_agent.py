@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 from httpx_sse import connect_sse
+from sqlalchemy import event
 from starlette.types import ASGIApp
 from tests.cli import autorag
 from tests.doubles.openai_server import ScriptedOpenAI
@@ -24,10 +25,10 @@ from tests.doubles.script import Text, Tool
 from tests.workspaces import new_workspace
 
 from autorag.agent.events import AgentEvent, WikiEditEvent
-from autorag.agent.skills.base import Caller
+from autorag.agent.skills.base import Caller, SkillContext
 from autorag.agent.skills.rag_search import NO_RESULTS
 from autorag.api.app import create_app
-from autorag.api.routes.chat import _event
+from autorag.api.routes.chat import _event, sources_out
 from autorag.auth.service import add_membership, create_api_key, create_user
 from autorag.chat.redaction import RedactingEmitter
 from autorag.chat.service import (
@@ -47,6 +48,7 @@ from autorag.models import Citation
 from autorag.retrieval.grounding import ARCHIVE_SOURCE, ground_citations
 from autorag.wiki.models import Archive, ArchiveConfig
 from autorag.wiki.service import WikiService
+from autorag.wiki.skills import WikiQuery, WikiWrite, query_archive
 from autorag.workspace import find_workspace
 
 PASSWORD = "Tundra-Quokka-47-Lantern"
@@ -76,13 +78,15 @@ def server() -> Iterator[ScriptedOpenAI]:
         yield scripted
 
 
-def _provider(server: ScriptedOpenAI) -> dict[str, object]:
+def _provider(
+    server: ScriptedOpenAI, name: str = "scripted", local: bool = True
+) -> dict[str, object]:
     return {
-        "name": "scripted",
+        "name": name,
         "kind": "openai",
         "base_url": server.base_url,
         "default_model": "gpt-test",
-        "local": True,
+        "local": local,
         "timeout_s": 10,
     }
 
@@ -95,7 +99,11 @@ def world(tmp_path_factory: pytest.TempPathFactory, server: ScriptedOpenAI) -> W
     docs = root / "docs"
     docs.mkdir()
     (docs / "cat.txt").write_text("The office cat is called Pixel.\n", encoding="utf-8")
-    llm = {"providers": [_provider(server)], "default": "scripted"}
+    # "hosted": the same scripted server, as a hosted service would be (not local).
+    llm = {
+        "providers": [_provider(server), _provider(server, "hosted", local=False)],
+        "default": "scripted",
+    }
     workspace = new_workspace(root / "kb", search_paths=[str(docs)], llm=llm)
     context = open_context(workspace)
     refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[])
@@ -148,11 +156,19 @@ class Asked:
 
 
 def ask(
-    app: AppContext, question: str, user: ChatUser = LOCAL_USER, archive: str | None = None
+    app: AppContext,
+    question: str,
+    user: ChatUser = LOCAL_USER,
+    archive: str | None = None,
+    *,
+    model: str | None = None,
+    receives_events: bool = True,
 ) -> Asked:
     service = ChatService(app.settings, build_router(app), builtin_skills())
     events: list[AgentEvent] = []
-    turn = ChatTurn(question, store=False, archive=archive)
+    turn = ChatTurn(
+        question, model=model, store=False, archive=archive, receives_events=receives_events
+    )
     return Asked(service.answer(app, turn, user=user, emit=events.append), events)
 
 
@@ -185,10 +201,40 @@ def test_wiki_query_finds_the_page_then_follows_its_links_three_deep(
 def test_wiki_query_falls_back_to_vectors_when_full_text_finds_nothing(
     app: AppContext, handbook: Archive
 ) -> None:
-    from autorag.wiki.skills import query_archive
+    wiki, query = WikiService(app), "how long are documents retained archived"
+    assert wiki.search(handbook, query, mode="fts") == []  # no page has these words
+    found = query_archive(wiki, handbook, query)
+    assert 0 < len(found) <= 10
+    prefix = f"archive:{handbook.id}/"
+    assert prefix + "retention" in [c.source_id for c in found]  # "Records are kept …"
 
-    found = query_archive(WikiService(app), handbook, "how long are documents retained archived")
-    assert found and len(found) <= 10  # no page has these words: the vector leg answered
+
+def test_the_link_walk_reads_one_link_list_and_one_page_per_page(
+    app: AppContext, handbook: Archive
+) -> None:
+    """apollo's hit, then budget, vendors and contracts by links: per page expanded one
+    read of its links, per page reached one read of it; no archive looked up again, no
+    backlinks read."""
+    wiki = WikiService(app)
+    statements: list[str] = []
+
+    def record(*args: object) -> None:
+        statements.append(" ".join(str(args[2]).lower().split()))
+
+    event.listen(app.catalog.engine, "before_cursor_execute", record)
+    try:
+        found = query_archive(wiki, handbook, "zephyrine")
+    finally:
+        event.remove(app.catalog.engine, "before_cursor_execute", record)
+    assert [c.source_id.split("/", 1)[1] for c in found] == [
+        "projects/apollo", "budget", "vendors", "contracts"
+    ]  # fmt: skip
+    links = [s for s in statements if "from archive_links" in s]
+    assert len(links) == 3  # apollo, budget, vendors (contracts is 3 links away)
+    assert not [s for s in links if "archive_links.target_page_id =" in s]  # no backlinks
+    assert len([s for s in statements if "from archives" in s]) == 1  # the search's own
+    pages = [s for s in statements if s.endswith("and archive_pages.id = ?")]
+    assert len(pages) == 3  # budget, vendors, contracts: once each
 
 
 # -- wiki_write ------------------------------------------------------------------------------
@@ -262,6 +308,126 @@ def test_a_page_that_says_call_wiki_write_is_read_not_obeyed(
     assert len(server.requests) == 2 and asked.edits == []  # no third round: nothing ran
     with pytest.raises(NotFound):
         WikiService(app).page(handbook, "injected")
+
+
+# -- which model may read an archive, which client may receive an edit -----------------
+@pytest.fixture
+def private(app: AppContext) -> Iterator[Archive]:
+    """A second archive, only a local model may read it (removed after the test: the
+    others ask without naming an archive, which needs the handbook to be the only one)."""
+    wiki = WikiService(app)
+    archive = wiki.create_archive(
+        "private", config=ArchiveConfig(local_llm_only=True, allow_agent_writes=True), by="test"
+    )
+    wiki.save_page(archive, "salaries", title="Salaries", body="The zephyrine bonus is secret.",
+                   base_version=None, by="test")  # fmt: skip
+    yield archive
+    wiki.delete_archive("private")
+
+
+REFUSED = "error: the archive 'private' may only be read by a local model"
+
+
+def test_a_local_only_archive_is_refused_to_a_hosted_model(
+    app: AppContext, server: ScriptedOpenAI, private: Archive
+) -> None:
+    search = {"query": "zephyrine bonus", "documentTypes": ["pdf"], "archiveId": "private"}
+    write = {"archive": "private", "path": "leak", "body": "copied"}
+    server.reset([Tool("wiki_query", {"archive": "private", "query": "zephyrine bonus"}),
+                  Tool("rag_search", search), Tool("wiki_write", write),
+                  Text("I may not read it.")])  # fmt: skip
+    asked = ask(app, "What is the bonus?", model="hosted/gpt-test")
+    assert asked.outcome.result.provider_used == "hosted"
+    results = tool_messages(server)
+    assert len(results) == 3 and all(r.startswith(REFUSED) for r in results), results
+    assert "secret" not in json.dumps(server.requests)  # the page never reached the model
+    assert asked.sources == [] and asked.edits == []
+    with pytest.raises(NotFound):
+        WikiService(app).page(private, "leak")
+
+
+def test_a_local_only_archive_is_read_by_a_local_model(
+    app: AppContext, server: ScriptedOpenAI, private: Archive
+) -> None:
+    search = {"query": "zephyrine bonus", "documentTypes": ["pdf"], "archiveId": "private"}
+    server.reset([Tool("wiki_query", {"archive": "private", "query": "zephyrine bonus"}),
+                  Tool("rag_search", search), Text("The bonus is secret [1].")])  # fmt: skip
+    asked = ask(app, "What is the bonus?")
+    assert asked.outcome.result.provider_used == "scripted"
+    results = tool_messages(server)
+    assert len(results) == 2 and all("secret" in r for r in results), results
+
+
+def test_a_context_that_does_not_say_its_model_is_local_is_refused(
+    app: AppContext, private: Archive
+) -> None:
+    from autorag.errors import Forbidden
+
+    context = SkillContext(app=app, chat_id=None, user_id=None)  # local_model: unsaid
+    with pytest.raises(Forbidden, match="only be read by a local model"):
+        WikiQuery().run({"archive": "private", "query": "bonus"}, context)
+
+
+def test_wiki_write_is_offered_only_where_the_client_receives_the_edit(
+    app: AppContext, server: ScriptedOpenAI
+) -> None:
+    server.reset([Text("Hello.")])
+    ask(app, "Hello?", receives_events=False)
+    assert "wiki_query" in offered(server) and "wiki_write" not in offered(server)
+    server.reset([Text("Hello.")])
+    ask(app, "Hello?")
+    assert {"wiki_query", "wiki_write"} <= offered(server)
+
+
+def test_the_openai_api_and_the_whole_answer_do_not_offer_wiki_write(
+    world: World, server: ScriptedOpenAI, serve_asgi: Callable[[ASGIApp], str]
+) -> None:
+    """Neither sends the wiki_edit event, so an edit proposed there could not be applied;
+    the web chat's stream does (the SSE test below)."""
+    url = serve_asgi(create_app(find_workspace(world.root)))
+    headers = {"Authorization": f"Bearer {world.manager_key}"}
+    hello = [{"role": "user", "content": "Hi"}]
+    for path, body in (
+        ("/v1/chat/completions", {"model": "default", "messages": hello}),
+        ("/api/workspaces/default/chat", {"message": "Hi"}),
+    ):  # fmt: skip
+        server.reset([Text("Hello.")])
+        answered = httpx.post(url + path, headers=headers, json=body, timeout=60)
+        assert answered.status_code == 200, answered.text
+        assert "wiki_query" in offered(server) and "wiki_write" not in offered(server), path
+
+
+def test_the_wiki_skills_ask_only_whether_an_archive_exists(app: AppContext) -> None:
+    """One short query each answer, not every archive with its page count."""
+    statements: list[str] = []
+
+    def record(*args: object) -> None:
+        statements.append(" ".join(str(args[2]).lower().split()))
+
+    context = SkillContext(app=app, chat_id=None, user_id=None, receives_events=True)
+    event.listen(app.catalog.engine, "before_cursor_execute", record)
+    try:
+        offers = [WikiQuery().available(context), WikiWrite().available(context)]
+    finally:
+        event.remove(app.catalog.engine, "before_cursor_execute", record)
+    assert offers == [True, True]
+    assert len(statements) == 2
+    assert all("limit" in s and "count(" not in s for s in statements), statements
+
+
+def test_an_archive_source_links_to_its_page_not_to_a_document(
+    app: AppContext, server: ScriptedOpenAI, handbook: Archive
+) -> None:
+    server.reset([Tool("wiki_query", {"query": "zephyrine"}), Text("Apollo [1].")])
+    asked = ask(app, "What is Apollo?")
+    hit, linked = sources_out(app, asked.sources)[:2]
+    assert hit.source == ARCHIVE_SOURCE and asked.sources[0].document_id > 0  # the index's
+    assert (hit.documentId, hit.chunkId, hit.url) == (0, 0, None)
+    assert (hit.archive, hit.pagePath) == ("handbook", "projects/apollo")
+    assert (linked.archive, linked.pagePath, linked.documentId) == ("handbook", "budget", 0)
+    gone = Citation(1, ARCHIVE_SOURCE, "archive:999999/x", "X", "x", None, 0, 0.5, "both", 1, 1)
+    (unknown,) = sources_out(app, [gone])  # an archive deleted since: no link at all
+    assert (unknown.archive, unknown.pagePath, unknown.documentId) == (None, None, 0)
 
 
 # -- rag_search's fallback D-07 --------------------------------------------------------------

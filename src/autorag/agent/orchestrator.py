@@ -102,6 +102,9 @@ class AgentRequest:
     # An archive of the workspace the question is about, by name: the archive skills'
     # default and rag_search's fallback (``autorag ask --archive``). None: none named.
     archive: str | None = None
+    # The client receives the events (``wiki_edit``): offers wiki_write. False for a
+    # caller that drops them (the OpenAI-compatible API, a peer's session).
+    receives_events: bool = False
 
 
 @dataclass
@@ -230,6 +233,8 @@ class Orchestrator:
             first_citation_number=len(self.citations) + 1,
             emit=self.emit,
             archive=self.request.archive,
+            local_model=all(t.provider.local for t in (self.target, *self._fallbacks)),
+            receives_events=self.request.receives_events,
         )
 
     def _loop(self, messages: list[ChatMessage]) -> tuple[str, AbortReason, int]:

@@ -70,6 +70,9 @@ class ChatTurn:
     history: Sequence[ChatMessage] | None = None
     options: GenerationOptions = DEFAULT_OPTIONS  # sampling and limits (OpenAI clients)
     archive: str | None = None  # an archive the question is about (ask --archive), by name
+    # The client receives the events (a proposed page edit): the web chat's stream and
+    # the command line do; False where they are dropped (wiki_write is not offered).
+    receives_events: bool = True
 
 
 @dataclass(frozen=True)
@@ -162,6 +165,7 @@ class ChatService:
                 caller_of(app, user),
                 turn.options,
                 archive,
+                turn.receives_events,
             )
         except BaseException:
             release()

@@ -21,11 +21,12 @@ from autorag.agent.skills.base import SkillContext, SkillResult
 from autorag.agent.skills.rag_search import format_tool_result
 from autorag.auth.permissions import ARCHIVE_READ, ARCHIVE_WRITE, may_write_archive
 from autorag.auth.service import get_active_user
-from autorag.errors import InvalidInput
+from autorag.errors import Forbidden, InvalidInput
 from autorag.llm.base import ToolSpec
 from autorag.models import Citation
 from autorag.retrieval.grounding import ARCHIVE_SOURCE
 from autorag.text import one_line
+from autorag.wiki import store
 from autorag.wiki.models import Archive, Page, PageHit
 from autorag.wiki.service import WikiService
 
@@ -83,13 +84,16 @@ class WikiQuery:
 
     def available(self, context: SkillContext) -> bool:
         """Offered to readers of archives in a workspace that has one."""
-        return context.can(ARCHIVE_READ) and _has_archive(context)
+        return context.can(ARCHIVE_READ) and store.has_archive(
+            context.app.catalog.engine, context.app.info.id
+        )
 
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         query = _text(arguments, "query", "wiki_query", limit=MAX_QUERY_CHARS)
         context.require(ARCHIVE_READ, "wiki_query")
         service = WikiService(context.app)
         archive = _archive(service, arguments.get("archive"), context, "wiki_query")
+        _check_model(archive, context)
         citations = query_archive(service, archive, query, first=context.first_citation_number)
         if not citations:
             return SkillResult(
@@ -109,9 +113,10 @@ class WikiWrite:
     progress: str = "Preparing an edit of the archive…"
 
     def available(self, context: SkillContext) -> bool:
-        """Offered to readers of archives in a workspace that has one; writing is
-        checked when it is asked for, so a reader is told why it may not."""
-        return context.can(ARCHIVE_READ) and _has_archive(context)
+        """Offered as ``wiki_query`` is, and only where the client receives the proposed
+        edit (the web chat's stream, the command line): elsewhere it could never be
+        applied. Writing is checked when it is asked for, so a reader is told why not."""
+        return context.receives_events and WikiQuery().available(context)
 
     def run(self, arguments: Mapping[str, Any], context: SkillContext) -> SkillResult:
         path = _text(arguments, "path", "wiki_write", limit=400)
@@ -124,14 +129,15 @@ class WikiWrite:
         context.require(ARCHIVE_READ, "wiki_write")
         service = WikiService(context.app)
         archive = _archive(service, arguments.get("archive"), context, "wiki_write")
+        _check_model(archive, context)
         username = _username(context)
         if not may_write_archive(context.can, username, archive.config.writers):
             context.require(ARCHIVE_WRITE, "wiki_write")  # raises: says what is missing
         proposal = service.preview_save(archive, path, body=body, title=title or None)
         applied = archive.config.allow_agent_writes
-        version = proposal.base_version
+        saved = None
         if applied:
-            page = service.save_page(
+            saved = service.save_page(
                 archive,
                 proposal.path,
                 body=body,
@@ -139,7 +145,6 @@ class WikiWrite:
                 base_version=proposal.base_version,
                 by=f"agent for {username}" if username else "agent",
             )
-            version = page.version
         context.emit(
             WikiEditEvent(
                 archive_id=archive.id,
@@ -154,9 +159,9 @@ class WikiWrite:
             )
         )
         where = f"page '{proposal.path}' of the archive '{archive.name}'"
-        if applied:
+        if saved is not None:
             return SkillResult(
-                f"Saved the {proposal.action} of the {where} (version {version}).",
+                f"Saved the {proposal.action} of the {where} (version {saved.version}).",
                 status=f"Archive: saved {proposal.path}",
             )
         return SkillResult(
@@ -173,6 +178,7 @@ def search_archive(context: SkillContext, archive: str | int, query: str) -> lis
     context.require(ARCHIVE_READ, "searching an archive")
     service = WikiService(context.app)
     found = service.archive(archive)
+    _check_model(found, context)
     hits = service.search(found, query, k=context.k)
     first = context.first_citation_number
     return [hit_citation(first + i, found, hit) for i, hit in enumerate(hits)]
@@ -194,20 +200,24 @@ def query_archive(
     found = sorted(best.values(), key=lambda h: -h.score)[:MAX_PAGES]
     citations = [hit_citation(first + i, archive, h) for i, h in enumerate(found)]
     seen = {h.page_id for h in found}
-    queue = deque((h.path, 0) for h in found)
+    queue = deque((h.page_id, 0) for h in found)
     while queue and len(citations) < MAX_PAGES:
-        path, depth = queue.popleft()
+        page_id, depth = queue.popleft()
         if depth >= MAX_DEPTH:
             continue
-        for link in service.links(archive, path).outgoing:
-            if link.target_page_id is None or link.target_page_id in seen:
+        for link in store.outgoing(service.engine, page_id):  # one query a page, then one
+            target = link.target_page_id  # per page it reaches
+            if target is None or target in seen:
                 continue
-            if link.target_path is None or len(citations) >= MAX_PAGES:
+            seen.add(target)
+            with service.engine.connect() as conn:
+                state = store.page_state(conn, archive.id, page_id=target)
+            if state is None:  # deleted since the links were read
                 continue
-            seen.add(link.target_page_id)
-            page = service.page(archive, link.target_path)
-            citations.append(page_citation(first + len(citations), archive, page))
-            queue.append((page.path, depth + 1))
+            citations.append(page_citation(first + len(citations), archive, state.page))
+            queue.append((target, depth + 1))
+            if len(citations) >= MAX_PAGES:
+                break
     return citations
 
 
@@ -251,14 +261,31 @@ def page_source_id(archive: Archive, path: str) -> str:
     return f"archive:{archive.id}/{path}"
 
 
+def parse_page_source_id(source_id: str) -> tuple[int, str] | None:
+    """``page_source_id`` read back: the archive's id and the page's path; None when
+    ``source_id`` is not one."""
+    prefix, _, rest = source_id.partition(":")
+    number, _, path = rest.partition("/")
+    if prefix != "archive" or not number.isdigit() or len(number) > 12 or not path:
+        return None
+    return int(number), path
+
+
 def _opening(body: str) -> str:
     if len(body) <= LINKED_PAGE_CHARS:
         return body
     return body[:LINKED_PAGE_CHARS].rsplit(" ", 1)[0] + " …"
 
 
-def _has_archive(context: SkillContext) -> bool:
-    return bool(WikiService(context.app).list_archives())
+def _check_model(archive: Archive, context: SkillContext) -> None:
+    """Refuse an archive only a local model may read unless every model that may read
+    this answer is local (fails closed: a context that does not say is not local)."""
+    if archive.config.local_llm_only and not context.local_model:
+        raise Forbidden(
+            f"the archive '{archive.name}' may only be read by a local model, and the "
+            "model answering is not local",
+            code="archive_local_llm_only",
+        )
 
 
 def _archive(service: WikiService, value: Any, context: SkillContext, skill: str) -> Archive:

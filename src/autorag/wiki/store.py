@@ -285,6 +285,23 @@ def list_archives(engine: Engine, workspace_id: int) -> list[Archive]:
         return [_archive(row) for row in conn.execute(query)]
 
 
+def has_archive(engine: Engine, workspace_id: int) -> bool:
+    """Whether the workspace has an archive at all (one indexed row read, no counts)."""
+    query = select(A.id).where(A.workspace_id == workspace_id).limit(1)
+    with engine.connect() as conn:
+        return conn.execute(query).first() is not None
+
+
+def archive_names(engine: Engine, workspace_id: int, ids: Iterable[int]) -> dict[int, str]:
+    """The names of the workspace's archives among ``ids`` (another workspace's: none)."""
+    wanted = sorted(set(ids))
+    if not wanted:
+        return {}
+    query = select(A.id, A.name).where(A.workspace_id == workspace_id, A.id.in_(wanted))
+    with engine.connect() as conn:
+        return {row.id: row.name for row in conn.execute(query)}
+
+
 def find_archive(engine: Engine, workspace_id: int, *, name: str | None = None,
                  archive_id: int | None = None) -> Archive | None:  # fmt: skip
     query = _archives_query().where(A.workspace_id == workspace_id)

@@ -62,6 +62,13 @@ class SkillContext:
     # archive skills' default, and where ``rag_search`` looks when the documents have
     # nothing. None: no archive was named.
     archive: str | None = None
+    # Whether every model that may read this answer's tool results is local (the one
+    # answering and those that would take over): an archive only a local model may read
+    # is refused otherwise. False unless the answer says (fails closed).
+    local_model: bool = False
+    # Whether the client receives the events (a proposed page edit it can apply): the
+    # web chat's stream and the command line do, the OpenAI-compatible API does not.
+    receives_events: bool = False
 
     @property
     def who(self) -> Caller:

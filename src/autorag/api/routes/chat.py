@@ -12,6 +12,7 @@ not cite follow with ``cited: false``.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -42,8 +43,10 @@ from autorag.dlp.service import DlpSession
 from autorag.errors import AutoragError
 from autorag.models import Citation
 from autorag.retrieval.filters import build_filters
-from autorag.retrieval.grounding import ARCHIVE_SOURCE
+from autorag.retrieval.grounding import is_archive_page
 from autorag.text import one_line
+from autorag.wiki.skills import parse_page_source_id
+from autorag.wiki.store import archive_names
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["chat"])
 ChatPrincipal = Annotated[Principal, Depends(require("chat:use"))]
@@ -73,9 +76,11 @@ class SourceOut(BaseModel):
     paragraph: int
     score: float
     match: str  # semantic+keyword | vector | fts
-    documentId: int
+    documentId: int  # 0: no document of this workspace (an archive page, a peer's)
     chunkId: int
     url: str | None  # the document in this API, when it is a workspace document
+    archive: str | None = None  # an archive page's archive (its name) …
+    pagePath: str | None = None  # … and the page's path there
     peer: str | None = None  # the trusted peer it came from (peer_search)
     section: str | None = None  # the heading the passage sits under (Markdown)
     cited: bool = True  # the answer cites it; false: one of the "more sources"
@@ -181,15 +186,19 @@ async def chat(
     dlp: ChatDlp,
 ) -> AnswerOut:
     """Answer in one response (the same run as the stream, collected)."""
-    turn, user = _turn(body), await run_in_threadpool(_user, context, principal)
+    turn = _turn(body, receives_events=False)  # a proposed page edit would be dropped
+    user = await run_in_threadpool(_user, context, principal)
     prepared = await run_in_threadpool(service.prepare, context, turn, user=user, dlp=dlp)
     outcome = await run_in_threadpool(prepared.run, ignore)
     return answer_out(context, outcome)
 
 
-def _turn(body: ChatBody) -> ChatTurn:
+def _turn(body: ChatBody, *, receives_events: bool = True) -> ChatTurn:
     filters = build_filters(body.document_types, body.date_from, body.date_to)
-    return ChatTurn(body.message, body.chat_id, body.model, filters, body.plan_mode)
+    return ChatTurn(
+        body.message, body.chat_id, body.model, filters, body.plan_mode,
+        receives_events=receives_events,
+    )  # fmt: skip
 
 
 def _user(context: AppContext, principal: Principal) -> ChatUser:
@@ -206,7 +215,7 @@ def _event(context: AppContext, event: AgentEvent) -> str:
     if isinstance(event, WikiEditEvent):
         return sse("wiki_edit", wiki_edit_data(event))
     assert isinstance(event, CitationsEvent)
-    sources = [source_out(context, c).model_dump() for c in event.citations]
+    sources = [s.model_dump() for s in sources_out(context, event.citations)]
     return sse("citations", {"sources": sources})
 
 
@@ -247,11 +256,26 @@ def _error(error: BaseException) -> dict[str, Any]:
     return {"code": "internal_error", "message": "the answer failed", "status": 500}
 
 
-def source_out(context: AppContext, citation: Citation) -> SourceOut:
+def sources_out(context: AppContext, citations: Sequence[Citation]) -> list[SourceOut]:
+    """``source_out`` of each, the archives' names read at once."""
+    names = _archive_names(context, citations)
+    return [source_out(context, c, names) for c in citations]
+
+
+def source_out(
+    context: AppContext, citation: Citation, archives: Mapping[int, str] | None = None
+) -> SourceOut:
+    """A source as sent. An archive page links to no document (its ids are those of the
+    archive's hidden index) but names its archive and path, when the archive exists."""
     snippet = one_line(citation.text, SNIPPET_CHARS)
     url = None
-    if citation.document_id > 0 and citation.source != ARCHIVE_SOURCE:  # not this workspace's
+    archive_page = is_archive_page(citation)
+    if citation.document_id > 0 and not archive_page:  # not this workspace's
         url = f"/api/workspaces/{context.info.name}/documents/{citation.document_id}"
+    page = parse_page_source_id(citation.source_id) if archive_page else None
+    if page is not None and archives is None:
+        archives = _archive_names(context, [citation])
+    archive = archives.get(page[0]) if page is not None and archives is not None else None
     return SourceOut(
         number=citation.number,
         source=citation.source,
@@ -262,13 +286,21 @@ def source_out(context: AppContext, citation: Citation) -> SourceOut:
         paragraph=citation.paragraph,
         score=citation.score,
         match={"both": "semantic+keyword"}.get(citation.legs, citation.legs),
-        documentId=citation.document_id,
-        chunkId=citation.chunk_id,
+        documentId=0 if archive_page else citation.document_id,
+        chunkId=0 if archive_page else citation.chunk_id,
         url=url,
+        archive=archive,
+        pagePath=page[1] if page is not None and archive is not None else None,
         peer=citation.peer,
         section=citation.section,
         cited=citation.cited,
     )
+
+
+def _archive_names(context: AppContext, citations: Sequence[Citation]) -> dict[int, str]:
+    pages = [parse_page_source_id(c.source_id) for c in citations if is_archive_page(c)]
+    ids = [page[0] for page in pages if page is not None]
+    return archive_names(context.catalog.engine, context.info.id, ids) if ids else {}
 
 
 def answer_out(context: AppContext, outcome: ChatOutcome) -> AnswerOut:
@@ -277,7 +309,7 @@ def answer_out(context: AppContext, outcome: ChatOutcome) -> AnswerOut:
         chatId=outcome.chat_id,
         messageId=outcome.message_id,
         answer=result.text,
-        sources=[source_out(context, c) for c in result.citations],
+        sources=sources_out(context, result.citations),
         plan=result.plan,
         modelUsed=result.model_used,
         providerUsed=result.provider_used,
@@ -365,7 +397,7 @@ def _message(context: AppContext, message: store.MessageInfo) -> MessageOut:
         id=message.id,
         role=message.role,
         content=message.content,
-        sources=[source_out(context, Citation(**c)) for c in message.citations],
+        sources=sources_out(context, [Citation(**c) for c in message.citations]),
         plan=message.plan,
         modelUsed=message.model_used,
         providerUsed=message.provider_used,

@@ -171,5 +171,8 @@ def _turn_and_user(
     history = [ChatMessage("user" if m.role == "user" else "assistant", m.text) for m in talk]
     instructions = "\n\n".join([custom_instructions(app.catalog, principal.user_id), *system])
     llm = body.model.partition("@")[2].strip() or None
-    turn = ChatTurn(talk[-1].text, model=llm, store=False, history=history[:-1], options=options)
+    turn = ChatTurn(
+        talk[-1].text, model=llm, store=False, history=history[:-1], options=options,
+        receives_events=False,  # an OpenAI client never sees a proposed page edit
+    )  # fmt: skip
     return turn, ChatUser(principal.user_id, instructions.strip())
