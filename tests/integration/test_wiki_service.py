@@ -459,6 +459,39 @@ def test_attachments(wiki: WikiService, archive: Archive) -> None:
         wiki.attachment(archive, "nope.png")
 
 
+def test_two_uploads_of_one_name_at_once_both_land(wiki: WikiService, archive: Archive) -> None:
+    barrier = threading.Barrier(2)
+    errors: list[BaseException] = []
+
+    def upload(who: str) -> None:
+        barrier.wait()
+        try:
+            wiki.put_attachment(archive, "race.png", who.encode(), by=who)
+        except Exception as exc:  # a unique-constraint clash would be a 500
+            errors.append(exc)
+
+    threads = [threading.Thread(target=upload, args=(who,)) for who in ("ann", "bob")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    [kept] = wiki.attachments(archive)
+    assert wiki.attachment(archive, "race.png") == ("image/png", kept.created_by.encode())
+
+
+def test_writers_are_existing_users_the_first_unknown_named(app: AppContext) -> None:
+    from autorag.auth.service import create_user
+    from autorag.wiki.grants import checked_writers
+
+    create_user(app.catalog, "wren", "a long enough password", "member")
+    assert checked_writers(app.catalog, [" wren ", "wren"]) == ("wren",)
+    with pytest.raises(InvalidInput) as unknown:
+        checked_writers(app.catalog, ["wren", "ghost-1", "ghost-2"])
+    assert unknown.value.code == "unknown_user" and "'ghost-1'" in unknown.value.message
+    assert "ghost-2" not in unknown.value.message
+
+
 def test_the_migration_added_the_workspace_kind(app: AppContext, tmp_path: Path) -> None:
     from autorag.store.catalog.models import WorkspaceRow
 

@@ -19,6 +19,7 @@ from tests.workspaces import new_workspace
 from autorag.context import AppContext, open_context
 from autorag.errors import InvalidInput, NotFound
 from autorag.ingest.minsync import refresh
+from autorag.ingest.reading import read_page, read_pages
 from autorag.ops import workspaces as ws
 from autorag.wiki.models import Archive
 from autorag.wiki.service import WikiService
@@ -268,6 +269,13 @@ def test_a_page_from_a_document(app: AppContext, wiki: WikiService) -> None:
     assert "thirty days" in page.body
     hits = wiki.search(archive, "refund within thirty days", k=3)
     assert hits and hits[0].path == "policies/refunds"
+    # Read once, the pages are the ones read one by one.
+    first = read_page(app.catalog, app.info, document.id)
+    one_by_one = [
+        read_page(app.catalog, app.info, document.id, page=n).text
+        for n in range(1, first.page_count + 1)
+    ]
+    assert read_pages(app.catalog, app.info, document.id) == one_by_one
     with pytest.raises(NotFound):
         wiki.page_from_document(archive, "999999", "nope", by="tester")
     other = WikiService(app.for_workspace(ws.create_workspace(app.catalog, "other")))

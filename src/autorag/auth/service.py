@@ -99,6 +99,15 @@ def get_user(catalog: Catalog, username: str) -> UserInfo:
         return _user_info(session, _user_row(session, username))
 
 
+def existing_usernames(catalog: Catalog, names: Collection[str]) -> set[str]:
+    """Which of ``names`` are users' names (as written: names are exact), in one query."""
+    if not names:
+        return set()
+    query = select(UserRow.username).where(UserRow.username.in_(set(names)))
+    with Session(catalog.engine) as session:
+        return set(session.scalars(query))
+
+
 def get_active_user(catalog: Catalog, user_id: int) -> UserInfo:
     """The user a credential names; Unauthorized once deleted or disabled."""
     with Session(catalog.engine) as session:

@@ -104,9 +104,14 @@ class Indexer:
         vectors: Callable[[], VectorStore],
         embedder: Callable[[], EmbeddingProvider],
         settings: IngestSettings,
+        *,
+        settings_of: WorkspaceInfo | None = None,
     ) -> None:
+        """``settings_of``: the workspace whose settings (``redact_on_ingest``) apply,
+        when not ``workspace`` itself (an archive's hidden index: its workspace's)."""
         self.catalog = catalog
         self.workspace = workspace
+        self.settings_of = settings_of or workspace
         # Opened on first use: a refresh with nothing to do must not pay for loading
         # the vector store or the embedding model.
         self._vectors = vectors
@@ -155,7 +160,7 @@ class Indexer:
     def _ingest_redaction(self) -> Redaction | None:
         """The workspace's ``redact_on_ingest``: chunks are then stored and embedded with
         DLP matches replaced, so no store downstream ever holds them."""
-        if not read_settings(self.catalog, self.workspace).redact_on_ingest:
+        if not read_settings(self.catalog, self.settings_of).redact_on_ingest:
             return None
         return DlpService(self.catalog).redact_document
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from autorag.auth import service as users
-from autorag.errors import InvalidInput, NotFound
+from autorag.errors import InvalidInput
 from autorag.store.catalog.repository import Catalog
 
 MAX_WRITERS = 500
@@ -21,11 +21,10 @@ def checked_writers(catalog: Catalog, names: Iterable[str]) -> tuple[str, ...]:
     writers = tuple(dict.fromkeys(name.strip() for name in names))
     if len(writers) > MAX_WRITERS:
         raise InvalidInput(f"an archive may name at most {MAX_WRITERS} writers")
+    known = users.existing_usernames(catalog, writers)
     for name in writers:
-        try:
-            users.get_user(catalog, name)
-        except NotFound:
+        if name not in known:
             raise InvalidInput(
                 f"no user {name[:80]!r} to name among the archive's writers", code="unknown_user"
-            ) from None
+            )
     return writers

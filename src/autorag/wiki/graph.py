@@ -32,7 +32,7 @@ def whole(engine: Engine, archive_id: int) -> Graph:
         GraphNode(page_key(page_id), page_id, path, title)
         for page_id, path, title in store.page_nodes(engine, archive_id)
     ]
-    return _with_edges(nodes, store.all_edges(engine, archive_id), include_dangling=True)
+    return _with_edges(nodes, store.all_edges(engine, archive_id))
 
 
 def neighbourhood(engine: Engine, page_id: int, depth: int) -> Graph:
@@ -43,16 +43,12 @@ def neighbourhood(engine: Engine, page_id: int, depth: int) -> Graph:
     near = store.nearest_pages(engine, page_id, depth, MAX_NODES)
     nodes = [GraphNode(page_key(pid), pid, path, title) for pid, path, title in near]
     # Every link among them is one of their own outgoing links.
-    edges = store.edges_among(engine, [node.page_id for node in nodes if node.page_id])
-    return _with_edges(nodes, edges, include_dangling=True, limit=MAX_NODES)
+    edges = store.edges_among(engine, [pid for pid, _, _ in near])
+    return _with_edges(nodes, edges, limit=MAX_NODES)
 
 
 def _with_edges(
-    nodes: list[GraphNode],
-    edges: list[store.Edge],
-    *,
-    include_dangling: bool,
-    limit: int | None = None,
+    nodes: list[GraphNode], edges: list[store.Edge], *, limit: int | None = None
 ) -> Graph:
     keys = {node.key for node in nodes}
     out_nodes = list(nodes)
@@ -65,8 +61,6 @@ def _with_edges(
             target_node = page_key(target)
             if target_node in keys:
                 out_edges.setdefault((source_key, target_node), GraphEdge(source_key, target_node))
-            continue
-        if not include_dangling:
             continue
         target_node = dangling_key(target_key)
         if target_node not in keys:

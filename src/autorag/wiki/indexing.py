@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from typing import get_args
 
 from autorag.context import AppContext
-from autorag.dlp.service import DlpService
 from autorag.errors import AutoragError, InvalidInput
 from autorag.ingest.documents import get_document
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
@@ -27,7 +26,6 @@ from autorag.retrieval.hybrid import SearchMode, SearchRequest
 from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
 from autorag.wiki import store
 from autorag.wiki.models import Archive, Page, PageHit
-from autorag.workspace_settings import read_settings
 
 NAMESPACE_KIND = "archive"
 ORIGIN = "archive"
@@ -75,14 +73,10 @@ class PageIndex:
             return {}
         scoped = self._scoped(self._app.catalog.ensure_namespace(_name(archive), NAMESPACE_KIND))
         items = {page_source_id(archive, page.path): page for page in pages}
-        # The workspace's redact_on_ingest holds for its archives' index too (the hidden
-        # row has no settings of its own).
-        redact = read_settings(self._app.catalog, self._app.info).redact_on_ingest
-        dlp = DlpService(self._app.catalog) if redact else None
-        ingest = [_item(archive, page, dlp) for page in items.values()]
+        ingest = [_item(archive, page) for page in items.values()]
         outcomes: list[IngestOutcome] = []
         with _write_lock(scoped.info):
-            _indexer(scoped).index(ingest, outcomes.append)
+            _indexer(scoped, self._app.info).index(ingest, outcomes.append)
             _compact_now_and_then(scoped, len(items))
         indexed: dict[int, int] = {}
         for outcome in outcomes:
@@ -106,7 +100,7 @@ class PageIndex:
             return
         scoped = self._scoped(info)
         with _write_lock(info):
-            _indexer(scoped).remove([document_id])
+            _indexer(scoped, self._app.info).remove([document_id])
 
     def drop(self, archive: Archive) -> None:
         """The whole namespace: documents, chunks, full-text rows, the vector table."""
@@ -172,7 +166,7 @@ def _name(archive: Archive) -> str:
     return namespace_name(archive.id)
 
 
-def _item(archive: Archive, page: Page, dlp: DlpService | None) -> IngestItem:
+def _item(archive: Archive, page: Page) -> IngestItem:
     """A page as the indexer takes it: its title and body (never its front matter)."""
     text = page.body if page.body.strip() else page.title  # an empty page: found by title
     body = text.encode()
@@ -187,14 +181,13 @@ def _item(archive: Archive, page: Page, dlp: DlpService | None) -> IngestItem:
         origin=ORIGIN,
     )
     parsed = ParsedDocument([Segment(text)], title=page.title, doc_type=DOC_TYPE)
-    if dlp is not None:
-        parsed = dlp.redact_document(parsed)
     return IngestItem(meta, parsed=parsed)
 
 
-def _indexer(scoped: AppContext) -> Indexer:
+def _indexer(scoped: AppContext, workspace: WorkspaceInfo) -> Indexer:
     """The namespace's indexer with the archive's chunk sizes (cheap to build: the
-    vector table and the model come from the context, opened once)."""
+    vector table and the model come from the context, opened once); ``workspace``'s
+    settings apply (its ``redact_on_ingest``: the hidden row has no settings of its own)."""
     settings = scoped.settings.ingest.model_copy(
         update={"chunk_size": CHUNK_SIZE, "chunk_overlap": CHUNK_OVERLAP}
     )
@@ -204,6 +197,7 @@ def _indexer(scoped: AppContext) -> Indexer:
         vectors=lambda: scoped.vectors,
         embedder=lambda: scoped.embedder,
         settings=settings,
+        settings_of=workspace,
     )
 
 

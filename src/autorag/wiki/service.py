@@ -27,6 +27,7 @@ from sqlalchemy.exc import IntegrityError
 from autorag.errors import Conflict, InvalidInput, NotFound, PayloadTooLarge, StaleVersion
 from autorag.store.catalog.models import utcnow
 from autorag.wiki import frontmatter, graph, store
+from autorag.wiki.limits import MAX_ATTACHMENT_BYTES, MAX_BODY_BYTES
 from autorag.wiki.links import ParsedLink, key_of, mask_code, parse_links
 from autorag.wiki.models import (
     Archive,
@@ -42,7 +43,8 @@ from autorag.wiki.models import (
     ProposedEdit,
     Template,
 )
-from autorag.wiki.slugs import check_name, is_path, normalise_path
+from autorag.wiki.slugs import _shown, check_name, is_path, normalise_path
+from autorag.wiki.tree import page_tree
 
 if TYPE_CHECKING:
     from autorag.context import AppContext
@@ -50,11 +52,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-MAX_BODY_BYTES = 2 * 1024 * 1024
 MAX_TITLE_CHARS = 300
 MAX_DESCRIPTION_CHARS = 5000
 MAX_TEMPLATE_BYTES = 64 * 1024
-MAX_ATTACHMENT_BYTES = 10 * 1024 * 1024
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _HEADING = re.compile(r"^ {0,3}#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _MEDIA_TYPE = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]{0,60}/[a-z0-9][a-z0-9!#$&^_.+-]{0,60}")
@@ -147,17 +147,24 @@ class WikiService:
         return store.list_archives(self.engine, self.workspace_id)
 
     def archive(self, ref: ArchiveRef) -> Archive:
-        """An archive of this workspace by name or id (never another workspace's)."""
+        """An archive of this workspace by name or id (never another workspace's), with
+        its page count."""
+        return self._archive(ref, counted=True)
+
+    def _archive(self, ref: ArchiveRef, *, counted: bool = False) -> Archive:
+        """``archive``; uncounted (``page_count`` 0) unless asked: the service's own
+        lookups need only the archive."""
         if isinstance(ref, Archive):
             ref = ref.id
         found: Archive | None = None
+        ws = self.workspace_id
         if isinstance(ref, int) and not isinstance(ref, bool):
-            found = store.find_archive(self.engine, self.workspace_id, archive_id=ref)
+            found = store.find_archive(self.engine, ws, archive_id=ref, counted=counted)
         elif isinstance(ref, str):
             name = ref.strip().lower()
-            found = store.find_archive(self.engine, self.workspace_id, name=name)
+            found = store.find_archive(self.engine, ws, name=name, counted=counted)
             if found is None and name.isdigit() and len(name) < 12:
-                found = store.find_archive(self.engine, self.workspace_id, archive_id=int(name))
+                found = store.find_archive(self.engine, ws, archive_id=int(name), counted=counted)
         if found is None:
             raise NotFound(f"no archive {_shown(ref)} in this workspace", code="archive_not_found")
         return found
@@ -170,7 +177,7 @@ class WikiService:
         description: str | None = None,
         config: ArchiveConfig | None = None,
     ) -> Archive:
-        archive = self.archive(ref)
+        archive = self._archive(ref)
         values: dict[str, Any] = {}
         if title is not None:
             values["title"] = _archive_title(title)
@@ -185,7 +192,7 @@ class WikiService:
     def delete_archive(self, ref: ArchiveRef) -> None:
         """The archive with its pages, versions, links, aliases, attachments and search
         index. The index goes first: if that fails, nothing is deleted."""
-        archive = self.archive(ref)
+        archive = self._archive(ref)
         if self._index is not None:
             store.forget_index(self.engine, archive.id)
             self._index.drop(archive)
@@ -193,12 +200,12 @@ class WikiService:
 
     # -- pages --------------------------------------------------------------------------
     def pages(self, archive: ArchiveRef) -> list[PageSummary]:
-        return store.list_pages(self.engine, self.archive(archive).id)
+        return store.list_pages(self.engine, self._archive(archive).id)
 
     def page(self, archive: ArchiveRef, ref: str) -> Page:
         """A page by its path, or by a name as links write it: a title (any case), an old
         path or an old title."""
-        return self._state(self.archive(archive), ref).page
+        return self._state(self._archive(archive), ref).page
 
     def save_page(
         self,
@@ -213,7 +220,7 @@ class WikiService:
     ) -> Page:
         """Create (``base_version`` None) or update the page at ``path``; ``body`` may open
         with YAML front matter. A save that changes nothing returns the page as it is."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         path = normalise_path(path)
         base = _base(base_version)
         current = self._current(target.id, path)
@@ -233,7 +240,7 @@ class WikiService:
         self, archive: ArchiveRef, path: str, *, body: str, title: str | None = None
     ) -> ProposedEdit:
         """What ``save_page`` would do, without doing it: the diff against the page now."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         path = normalise_path(path)
         current = self._current(target.id, path)
         content = self._content(path, body, title, template=None, current=current)
@@ -260,7 +267,7 @@ class WikiService:
     ) -> Page:
         """Move a page to ``new_path``: the same page (id, history, backlinks); its old
         path keeps naming it."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         state = self._at(target.id, normalise_path(path))
         new = normalise_path(new_path)
         base = _base(base_version)
@@ -291,7 +298,7 @@ class WikiService:
     def delete_page(self, archive: ArchiveRef, path: str, *, by: str) -> None:
         """The page and its versions; links to it turn dangling (or find another page by
         that name)."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         state = self._at(target.id, normalise_path(path))
         with self.engine.begin() as conn:
             store.lock_archive(conn, target.id)
@@ -312,7 +319,7 @@ class WikiService:
 
     def reindex_pages(self, archive: ArchiveRef) -> int:
         """Index again the pages whose index is behind their version; how many."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         behind = store.behind_index(self.engine, target.id)
         for state in behind:
             self._index_page(target, state.page, state.document_id)
@@ -321,16 +328,16 @@ class WikiService:
     # -- history ------------------------------------------------------------------------
     def history(self, archive: ArchiveRef, path: str) -> list[PageVersion]:
         """Every version of the page, newest (the current one) first."""
-        state = self._state(self.archive(archive), path)
+        state = self._state(self._archive(archive), path)
         return store.versions(self.engine, state.page.id)
 
     def version(self, archive: ArchiveRef, path: str, n: int) -> PageVersion:
-        state = self._state(self.archive(archive), path)
+        state = self._state(self._archive(archive), path)
         return self._version(state.page, n)
 
     def diff(self, archive: ArchiveRef, path: str, old: int, new: int) -> str:
         """A unified diff of the page's markdown (front matter included), old to new."""
-        state = self._state(self.archive(archive), path)
+        state = self._state(self._archive(archive), path)
         before, after = self._version(state.page, old), self._version(state.page, new)
         return _diff(
             frontmatter.compose(before.front_matter, before.body),
@@ -343,7 +350,7 @@ class WikiService:
         self, archive: ArchiveRef, path: str, version: int, *, base_version: int, by: str
     ) -> Page:
         """A new version holding an old version's title, body and front matter."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         state = self._state(target, path)
         old = self._version(state.page, version)
         base = _base(base_version)
@@ -356,7 +363,7 @@ class WikiService:
 
     # -- links and graph ----------------------------------------------------------------
     def links(self, archive: ArchiveRef, path: str) -> PageLinks:
-        target = self.archive(archive)
+        target = self._archive(archive)
         page = self._state(target, path).page
         outgoing = store.outgoing(self.engine, page.id)
         backlinks = store.backlinks(self.engine, page.id)
@@ -364,16 +371,16 @@ class WikiService:
         return PageLinks(outgoing, backlinks, dangling)
 
     def graph(self, archive: ArchiveRef) -> Graph:
-        return graph.whole(self.engine, self.archive(archive).id)
+        return graph.whole(self.engine, self._archive(archive).id)
 
     def neighbourhood(self, archive: ArchiveRef, path: str, depth: int = 1) -> Graph:
-        target = self.archive(archive)
+        target = self._archive(archive)
         page = self._state(target, path).page
         return graph.neighbourhood(self.engine, page.id, depth)
 
     def index_markdown(self, archive: ArchiveRef) -> str:
         """The archive's index page: its paths as a tree, each page a ``[[path|Title]]``."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         return _index_markdown(target, store.list_pages(self.engine, target.id))
 
     # -- templates ----------------------------------------------------------------------
@@ -416,11 +423,11 @@ class WikiService:
 
     # -- attachments --------------------------------------------------------------------
     def attachments(self, archive: ArchiveRef) -> list[Attachment]:
-        return store.list_attachments(self.engine, self.archive(archive).id)
+        return store.list_attachments(self.engine, self._archive(archive).id)
 
     def attachment(self, archive: ArchiveRef, name: str) -> tuple[str, bytes]:
         """``(media type, bytes)`` of one of the archive's files."""
-        found = store.get_attachment(self.engine, self.archive(archive).id, normalise_path(name))
+        found = store.get_attachment(self.engine, self._archive(archive).id, normalise_path(name))
         if found is None:
             raise NotFound(f"no attachment {_shown(name)}", code="attachment_not_found")
         return found
@@ -436,7 +443,7 @@ class WikiService:
     ) -> Attachment:
         """Keep (or replace) a file with the archive; its media type from its name when
         not given."""
-        target = self.archive(archive)
+        target = self._archive(archive)
         key = normalise_path(name)
         if len(data) > MAX_ATTACHMENT_BYTES:
             raise PayloadTooLarge(
@@ -460,7 +467,7 @@ class WikiService:
     def search(
         self, archive: ArchiveRef, query: str, *, k: int = 10, mode: str = "hybrid"
     ) -> list[PageHit]:
-        target = self.archive(archive)
+        target = self._archive(archive)
         if self._index is None:
             return []
         return self._index.search(target, query, k=k, mode=mode)
@@ -468,12 +475,12 @@ class WikiService:
     def export_zip(self, archive: ArchiveRef, out: BinaryIO) -> None:
         from autorag.wiki import transfer
 
-        transfer.export_zip(self, self.archive(archive), out)
+        transfer.export_zip(self, self._archive(archive), out)
 
     def import_path(self, archive: ArchiveRef, source: Path, *, by: str) -> ImportReport:
         from autorag.wiki import transfer
 
-        return transfer.import_path(self, self.archive(archive), source, by=by)
+        return transfer.import_path(self, self._archive(archive), source, by=by)
 
     def page_from_document(
         self,
@@ -487,7 +494,7 @@ class WikiService:
         from autorag.wiki import transfer
 
         return transfer.page_from_document(
-            self, self.archive(archive), document_ref, path, title=title, by=by
+            self, self._archive(archive), document_ref, path, title=title, by=by
         )
 
     # -- internals ----------------------------------------------------------------------
@@ -789,27 +796,19 @@ def _first_heading(body: str) -> str | None:
     return heading[:MAX_TITLE_CHARS] or None
 
 
-def _shown(value: object) -> str:
-    shown = repr(value)
-    return shown if len(shown) <= 80 else shown[:77] + "..."
-
-
 def _index_markdown(archive: Archive, pages: Iterable[PageSummary]) -> str:
-    by_path = {page.path: page for page in pages}
-    folders: set[str] = set()
-    for path in by_path:
-        parts = path.split("/")
-        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+    """The page tree depth-first: a folder with no page as ``name/``, a page as a link."""
     lines = [f"# {archive.title or archive.name}: index", ""]
-    for path in sorted(set(by_path) | folders, key=lambda p: p.split("/")):
-        depth = path.count("/")
-        page = by_path.get(path)
-        if page is None:
-            entry = f"{path.rsplit('/', 1)[-1]}/"
+    stack = list(reversed(page_tree(pages)))
+    while stack:
+        node = stack.pop()
+        if node.page is None:
+            entry = f"{node.name}/"
         else:
-            label = page.title.replace("|", "/").replace("]]", "] ]")
-            entry = f"[[{path}|{label}]]"
-        lines.append(f"{'  ' * depth}- {entry}")
-    if not by_path:
+            label = node.page.title.replace("|", "/").replace("]]", "] ]")
+            entry = f"[[{node.path}|{label}]]"
+        lines.append(f"{'  ' * node.path.count('/')}- {entry}")
+        stack.extend(reversed(node.children))
+    if len(lines) == 2:
         lines.append("No pages yet.")
     return "\n".join(lines) + "\n"

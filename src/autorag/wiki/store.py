@@ -11,6 +11,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any, TypeVar
 
 from sqlalchemy import (
@@ -271,12 +272,7 @@ def insert_archive(
             archive_id = conn.execute(insert(A).values(**values).returning(A.id)).scalar_one()
     except IntegrityError:
         raise Conflict(f"an archive named {name!r} exists already", code="archive_exists") from None
-    return _archive(_Values(id=archive_id, **values))
-
-
-class _Values:
-    def __init__(self, **values: Any) -> None:
-        self.__dict__.update(values)
+    return _archive(SimpleNamespace(id=archive_id, **values))
 
 
 def list_archives(engine: Engine, workspace_id: int) -> list[Archive]:
@@ -303,8 +299,12 @@ def archive_names(engine: Engine, workspace_id: int, ids: Iterable[int]) -> dict
 
 
 def find_archive(engine: Engine, workspace_id: int, *, name: str | None = None,
-                 archive_id: int | None = None) -> Archive | None:  # fmt: skip
-    query = _archives_query().where(A.workspace_id == workspace_id)
+                 archive_id: int | None = None,
+                 counted: bool = True) -> Archive | None:  # fmt: skip
+    """The archive by name or id; ``counted=False`` leaves its ``page_count`` at 0 (no
+    count query: for lookups that only need the archive itself)."""
+    query = _archives_query() if counted else select(A.__table__)
+    query = query.where(A.workspace_id == workspace_id)
     query = query.where(A.name == name) if name is not None else query.where(A.id == archive_id)
     with engine.connect() as conn:
         row = conn.execute(query).first()
@@ -345,6 +345,13 @@ def list_pages(engine: Engine, archive_id: int) -> list[PageSummary]:
     query = select(*_SUMMARY).where(P.archive_id == archive_id).order_by(P.path)
     with engine.connect() as conn:
         return [_summary(row) for row in conn.execute(query)]
+
+
+def full_pages(engine: Engine, archive_id: int) -> list[Page]:
+    """Every page of the archive with its body, by path (one query: an export)."""
+    query = select(P.__table__).where(P.archive_id == archive_id).order_by(P.path)
+    with engine.connect() as conn:
+        return [_page(row) for row in conn.execute(query)]
 
 
 def pages_by_paths(engine: Engine, archive_id: int, paths: Iterable[str]) -> dict[str, PageSummary]:
@@ -733,9 +740,11 @@ def put_attachment(
         "sha256": sha256, "data": data, "created_at": utcnow(), "created_by": by,
     }  # fmt: skip
     with engine.begin() as conn:
+        # Uploads of one name take turns: the second replaces the first, never a 500.
+        lock_archive(conn, archive_id)
         conn.execute(delete(_ATT).where(_ATT.archive_id == archive_id, _ATT.name == name))
         conn.execute(insert(_ATT).values(**values))
-    return _attachment(_Values(**values))
+    return _attachment(SimpleNamespace(**values))
 
 
 def list_attachments(engine: Engine, archive_id: int) -> list[Attachment]:

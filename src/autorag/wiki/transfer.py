@@ -23,21 +23,23 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
-from autorag.context import AppContext
+from sqlalchemy import Engine
+
 from autorag.dlp.service import DlpService
 from autorag.errors import AutoragError, InvalidInput, NotFound
 from autorag.ingest.parsers.base import ParseError
 from autorag.ingest.parsers.guards import IngestLimits, check_zip_entries, human_size
-from autorag.ingest.reading import read_page
-from autorag.wiki import frontmatter, slugs
+from autorag.ingest.reading import read_pages
+from autorag.wiki import frontmatter, slugs, store
+from autorag.wiki.limits import MAX_ATTACHMENT_BYTES
+from autorag.wiki.limits import MAX_BODY_BYTES as MAX_PAGE_BYTES
 from autorag.wiki.models import Archive, Attachment, ImportReport, Page, PageSummary
 
-# Read no more of a file than a page (the service's 2 MiB) or an attachment (its 10 MiB)
-# may hold; the service's own checks are the ones that decide.
-MAX_PAGE_BYTES = 2 * 1024**2
-MAX_ATTACHMENT_BYTES = 10 * 1024**2
+if TYPE_CHECKING:
+    from autorag.context import AppContext
+
 ATTACHMENTS_DIR = "_attachments"
 INDEX_FILE = "index.md"
 # Marks the index an export writes: an import skips it (it is made from the pages).
@@ -56,15 +58,13 @@ _FILE_MODE = (stat.S_IFREG | 0o644) << 16
 
 
 class WikiService(Protocol):
-    """What transfer needs of ``wiki.service.WikiService`` (which calls it: importing the
-    class here would make the two modules import each other)."""
+    """What transfer needs of ``wiki.service.WikiService``, which calls it: importing
+    that class here, even for types only, is a cycle the import contracts refuse."""
 
-    @property
-    def app(self) -> AppContext: ...
+    app: AppContext
+    engine: Engine
 
     def pages(self, archive: Archive) -> list[PageSummary]: ...
-
-    def page(self, archive: Archive, ref: str) -> Page: ...
 
     def save_page(
         self,
@@ -81,8 +81,6 @@ class WikiService(Protocol):
 
     def attachments(self, archive: Archive) -> list[Attachment]: ...
 
-    def attachment(self, archive: Archive, name: str) -> tuple[str, bytes]: ...
-
     def put_attachment(
         self, archive: Archive, name: str, data: bytes, *, by: str, media_type: str | None = None
     ) -> Attachment: ...
@@ -91,17 +89,17 @@ class WikiService(Protocol):
 # -- export ---------------------------------------------------------------------------
 def export_zip(service: WikiService, archive: Archive, out: BinaryIO) -> None:
     """Write the archive as a zip of markdown files to ``out``."""
-    pages = sorted(service.pages(archive), key=lambda p: p.path)
+    pages = sorted(store.full_pages(service.engine, archive.id), key=lambda p: p.path)
     with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         if not any(p.path == "index" for p in pages):  # a page "index" is its own file
             index = {"title": "Index", GENERATED_INDEX_KEY: True}
             _write(zf, INDEX_FILE, frontmatter.compose(index, service.index_markdown(archive)))
-        for summary in pages:
-            page = service.page(archive, summary.path)
+        for page in pages:
             _write(zf, f"{page.path}.md", page_markdown(page))
         for attachment in sorted(service.attachments(archive), key=lambda a: a.name):
-            _, data = service.attachment(archive, attachment.name)
-            _write(zf, f"{ATTACHMENTS_DIR}/{attachment.name}", data)
+            found = store.get_attachment(service.engine, archive.id, attachment.name)
+            if found is not None:  # unless deleted meanwhile
+                _write(zf, f"{ATTACHMENTS_DIR}/{attachment.name}", found[1])
 
 
 def page_markdown(page: Page) -> str:
@@ -167,20 +165,12 @@ def import_path(service: WikiService, archive: Archive, source: Path, *, by: str
         for entry in sorted(_folder_entries(source, job.skipped), key=lambda e: e.name):
             _import_entry(job, entry)
     elif source.is_file():
-        with _open_zip(source, _limits(service)) as zf:
+        with _open_zip(source, service.app.indexer.limits) as zf:
             for entry in sorted(_zip_entries(zf, job.skipped), key=lambda e: e.name):
                 _import_entry(job, entry)
     else:
         raise NotFound(f"no folder or zip at {source}", code="import_source_not_found")
     return job.report()
-
-
-def _limits(service: WikiService) -> IngestLimits:
-    ingest = service.app.settings.ingest
-    return IngestLimits(
-        max_file_bytes=int(ingest.max_file_mb * 1024**2),
-        max_unzipped_bytes=int(ingest.max_unzipped_mb * 1024**2),
-    )
 
 
 def _import_entry(job: _Import, entry: _Entry) -> None:
@@ -234,12 +224,7 @@ def _import_page(job: _Import, entry: _Entry) -> None:
 def _save(job: _Import, name: str, path: str, title: str, front: dict[str, Any], body: str) -> None:
     base = job.versions.get(path)
     markdown = frontmatter.compose(front, body)
-    try:
-        if base is not None:
-            current = job.service.page(job.archive, path)
-            if (current.title, current.body, current.front_matter) == (title, body, front):
-                job.unchanged.append(path)
-                return
+    try:  # a save that changes nothing leaves the page at its version: unchanged
         saved = job.service.save_page(
             job.archive, path, body=markdown, title=title, base_version=base, by=job.by
         )
@@ -402,10 +387,7 @@ def page_from_document(
             f"document {document.id} has no text to copy yet (it is {document.status})",
             code="document_not_ready",
         )
-    first = read_page(app.catalog, app.info, document.id)
-    texts = [first.text]
-    for number in range(2, first.page_count + 1):
-        texts.append(read_page(app.catalog, app.info, document.id, page=number).text)
+    texts = read_pages(app.catalog, app.info, document.id)
     text = "\n\n".join(t.strip("\n") for t in texts if t.strip())
     dlp = DlpService(app.catalog, app.settings.dlp)
     if dlp.settings.enabled:

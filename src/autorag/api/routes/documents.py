@@ -21,7 +21,6 @@ from autorag.dlp.service import DlpSession
 from autorag.ingest import documents as docs
 from autorag.ingest import reading
 from autorag.ingest.duplicates import display_name
-from autorag.ingest.parsers.guards import IngestLimits
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import (
     UPLOAD_TYPES,
@@ -209,11 +208,7 @@ async def upload_document(
 def _store(
     context: AppContext, pool: WorkerPool, received: ReceivedFile, ocr_mode: str = "auto"
 ) -> StoredUpload:
-    ingest = context.settings.ingest
-    limits = IngestLimits(
-        max_file_bytes=int(ingest.max_file_mb * 1024**2),
-        max_unzipped_bytes=int(ingest.max_unzipped_mb * 1024**2),
-    )
+    limits = context.indexer.limits  # cached; builds nothing heavy
     workspace_id = context.info.id
     # Shared: a rename or delete of the workspace waits for this upload, and vice versa.
     with pool.locks(workspace_id).shared():
