@@ -31,16 +31,22 @@ HOSTILE = (
     "Hostile text, shown as text.\n\n"
     "<script>window.__pwned = 'script'</script>\n\n"
     '<img src="x" onerror="window.__pwned = \'onerror\'">\n\n'
-    "[Click me](javascript:window.__pwned='link') and [[Apollo]].\n"
+    "[Click me](javascript:window.__pwned='link') and [[Apollo]].\n\n"
+    "[A bad escape](#%E0) is a link all the same.\n"
 )
 PROPOSED = "The plan, as the assistant would have it."
 
 
 def propose(request: dict[str, Any]) -> Turn:
-    """Propose an edit of the launch plan, then say so."""
+    """Propose an edit of the launch plan, then say so; asked what the plan says, read
+    it with wiki_query and cite it."""
     last = (request.get("messages") or [{}])[-1]
     if last.get("role") == "tool":
+        if "What does" in str(request.get("messages")):
+            return Text("The plan is as the assistant would have it [1].")
         return Text("I drafted that change for you to review.")
+    if "What does" in str(last.get("content")):
+        return Tool("wiki_query", {"archive": "handbook", "query": "assistant would have it"})
     edit = {"archive": "handbook", "path": "launch-plan", "title": "Launch plan", "body": PROPOSED}
     return Tool("wiki_write", edit)
 
@@ -188,6 +194,7 @@ def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> 
         assert page.locator("a[href^='javascript:' i]").count() == 0
         body.get_by_text("Click me").click()
         expect(body.get_by_role("link", name="Apollo")).to_be_visible()
+        expect(body.get_by_role("link", name="A bad escape")).to_be_visible()  # no error
         assert page.evaluate("window.__pwned") is None
 
         # In chat, the assistant proposes an edit: a card with its diff, applied on request.
@@ -203,4 +210,15 @@ def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> 
         expect(card).to_contain_text("Applied.")
         saved = httpx.get(f"{pages}/launch-plan", headers=auth).json()
         assert (saved["version"], saved["body"]) == (5, PROPOSED)
+
+        # A page the assistant cites opens in the wiki (not a document of the workspace).
+        composer.fill("What does the launch plan say?")
+        composer.press("Enter")
+        answer = page.locator(".msg.assistant").last
+        answer.locator(".answer .cite").first.click()
+        panel = page.get_by_role("dialog", name="Source")
+        expect(panel.get_by_role("link", name="Open document")).to_have_count(0)
+        panel.get_by_role("link", name="Open in the wiki").click()
+        expect(heading).to_have_text("Launch plan")
+        assert page.url.endswith("#/wiki/handbook/launch-plan")
         assert not errors, errors

@@ -11,6 +11,7 @@ import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } 
 import { legsBadges, passageText, renderAnswer } from "./render.js";
 import { shownName } from "./words.js";
 import { wikiEditCard } from "./wiki_card.js";
+import { wikiHash } from "./wiki_api.js";
 
 const views = new Map(); // workspace -> ChatView (kept: a stream goes on while you look elsewhere)
 app.on("signout", () => { for (const view of views.values()) view.abortAll(); views.clear(); });
@@ -867,8 +868,11 @@ class ChatView {
       return;
     }
     const passage = source.chunkId > 0 ? `?chunk=${source.chunkId}` : "";
-    const documentLink = source.documentId > 0 && !source.peer
-      ? h("a", { class: "btn small", href: `#/documents/${source.documentId}${passage}` }, icon("file", "sm"), "Open document") : null;
+    // An archive page opens in the wiki; a document of this workspace in its viewer.
+    const documentLink = source.archive && source.pagePath
+      ? h("a", { class: "btn small", href: wikiHash(source.archive, source.pagePath) }, icon("book", "sm"), "Open in the wiki")
+      : source.documentId > 0 && !source.peer
+        ? h("a", { class: "btn small", href: `#/documents/${source.documentId}${passage}` }, icon("file", "sm"), "Open document") : null;
     clear(this.panelBody,
       h("div", { class: "doc-title" }, source.title || source.sourceId),
       h("dl", { class: "facts" },

@@ -246,7 +246,9 @@ function mdLink(label, address, title, ctx) {
   const content = inline(h("span"), label, ctx);
   const parts = [...content.childNodes];
   if (address.startsWith("#")) {
-    return ctx.anchor ? h("a", { href: ctx.anchor(decodeURIComponent(address.slice(1))) }, parts) : h("span", {}, parts);
+    let heading = address.slice(1);
+    try { heading = decodeURIComponent(heading); } catch { /* as written: a bad escape is text */ }
+    return ctx.anchor ? h("a", { href: ctx.anchor(heading) }, parts) : h("span", {}, parts);
   }
   if (!hasScheme(address) && !address.startsWith("/")) {
     let ref = address;
