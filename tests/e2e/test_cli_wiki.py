@@ -50,7 +50,7 @@ def test_an_archive_from_the_command_line(tmp_path: Path) -> None:
     run(kb, "create", "handbook", "--title", "Team handbook")
     apollo = "---\ntags: [space]\n---\nApollo launches in May. See [[Checklist]].\n"
     made = run_json(kb, "new", "handbook", "projects/apollo", "--title", "Apollo", stdin=apollo)
-    assert (made["path"], made["version"], made["front_matter"]) == (
+    assert (made["path"], made["version"], made["frontMatter"]) == (
         "projects/apollo",
         1,
         {"tags": ["space"]},
@@ -63,17 +63,17 @@ def test_an_archive_from_the_command_line(tmp_path: Path) -> None:
     assert "tags:" in shown and "See [[Checklist]]." in shown
     assert "Backlinks" in shown and "checklist" in shown and "Before Apollo go." in shown
     data = run_json(kb, "show", "handbook", "projects/apollo", "--backlinks", "--history")
-    assert [link["source_path"] for link in data["backlinks"]] == ["checklist"]
+    assert [link["sourcePath"] for link in data["backlinks"]] == ["checklist"]
     assert [version["version"] for version in data["history"]] == [1]
 
     tree = run(kb, "ls", "handbook", "--tree")
     assert tree.index("projects") < tree.index("apollo") and "Apollo" in tree
     assert [p["path"] for p in run_json(kb, "ls", "handbook")] == ["checklist", "projects/apollo"]
     (archive,) = run_json(kb, "ls")
-    assert (archive["name"], archive["page_count"]) == ("handbook", 2)
+    assert (archive["name"], archive["pageCount"]) == ("handbook", 2)
 
     links = run_json(kb, "links", "handbook", "projects/apollo")
-    assert [link["target_path"] for link in links["outgoing"]] == ["checklist"]
+    assert [link["targetPath"] for link in links["outgoing"]] == ["checklist"]
     assert links["dangling"] == []
     hits = run_json(kb, "search", "handbook", "launches in May")
     assert hits[0]["path"] == "projects/apollo" and "May" in hits[0]["text"]

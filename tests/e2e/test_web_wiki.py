@@ -152,7 +152,7 @@ def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> 
         theirs = httpx.put(
             f"{pages}/launch-plan",
             headers=auth,
-            json={"title": "Launch plan", "body": "Their draft.", "base_version": 1},
+            json={"title": "Launch plan", "body": "Their draft.", "baseVersion": 1},
             timeout=60,
         )
         assert theirs.status_code == 200, theirs.text
@@ -182,7 +182,7 @@ def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> 
         made = httpx.put(
             f"{pages}/hostile",
             headers=auth,
-            json={"title": "Hostile", "body": HOSTILE, "base_version": None},
+            json={"title": "Hostile", "body": HOSTILE, "baseVersion": None},
             timeout=60,
         )
         assert made.status_code == 201, made.text

@@ -41,7 +41,7 @@ class Api:
     def save(
         self, who: str, path: str, body: str, base: int | None, title: str | None = None
     ) -> httpx.Response:
-        page = {"title": title, "body": body, "base_version": base}
+        page = {"title": title, "body": body, "baseVersion": base}
         return self.call(who, "PUT", f"/handbook/pages/{path}", json=page)
 
 
@@ -59,14 +59,14 @@ def api(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> Api:
     server = launch_api(tmp_path_factory.mktemp("archives") / "kb", prepare)
     api = Api(server, server.prepared)
     made = api.ok("boss", "POST", "", 201, json={"name": "handbook", "title": "Team handbook"})
-    assert (made["name"], made["created_by"], made["config"]["writers"]) == ("handbook", "boss", [])
+    assert (made["name"], made["createdBy"], made["config"]["writers"]) == ("handbook", "boss", [])
     return api
 
 
 def test_a_page_through_its_life(api: Api) -> None:
     created = api.save("boss", "projects/apollo", "Apollo launches in May.", None, "Apollo")
     assert created.status_code == 201, created.text
-    assert (created.json()["version"], created.json()["created_by"]) == (1, "boss")
+    assert (created.json()["version"], created.json()["createdBy"]) == (1, "boss")
     again = api.save("boss", "projects/apollo", "A second Apollo.", None)
     assert (again.status_code, again.json()["code"]) == (409, "page_exists")
 
@@ -76,7 +76,7 @@ def test_a_page_through_its_life(api: Api) -> None:
     stale = api.save("boss", "projects/apollo", "Apollo launches in July.", 1)
     assert stale.status_code == 409
     problem = stale.json()
-    assert (problem["code"], problem["current_version"]) == ("stale_version", 2)
+    assert (problem["code"], problem["currentVersion"]) == ("stale_version", 2)
     assert stale.headers["content-type"] == "application/problem+json"
     assert "June" in api.ok("mem", "GET", "/handbook/pages/projects/apollo")["body"]
 
@@ -97,7 +97,7 @@ def test_a_page_through_its_life(api: Api) -> None:
     assert checklist.status_code == 201
     links = api.ok("mem", "GET", "/handbook/pages/projects/apollo/-/links")
     assert links["dangling"] == []
-    assert [link["source_path"] for link in links["backlinks"]] == ["checklist"]
+    assert [link["sourcePath"] for link in links["backlinks"]] == ["checklist"]
     assert "launches" in links["backlinks"][0]["context"]
     graph = api.ok("mem", "GET", "/handbook/pages/checklist/-/graph", params={"depth": 2})
     assert {node["path"] for node in graph["nodes"]} == {"checklist", "projects/apollo"}
@@ -106,11 +106,11 @@ def test_a_page_through_its_life(api: Api) -> None:
     history = api.ok("mem", "GET", "/handbook/pages/projects/apollo/-/history")["versions"]
     assert [v["version"] for v in history] == [2, 1]
     diff = api.ok("mem", "GET", "/handbook/pages/projects/apollo/-/diff", params={"from": 1})
-    assert (diff["from_version"], diff["to_version"]) == (1, 2)
+    assert (diff["fromVersion"], diff["toVersion"]) == (1, 2)
     assert "-Apollo launches in May." in diff["diff"] and "+Apollo launches in June" in diff["diff"]
     old = api.ok("mem", "GET", "/handbook/pages/projects/apollo/-/versions/1")
     assert old["body"] == "Apollo launches in May."
-    restore = {"version": 1, "base_version": 2}
+    restore = {"version": 1, "baseVersion": 2}
     restored = api.ok("boss", "POST", "/handbook/pages/projects/apollo/-/restore", json=restore)
     assert (restored["version"], restored["body"]) == (3, "Apollo launches in May.")
 
@@ -119,7 +119,7 @@ def test_a_page_through_its_life(api: Api) -> None:
         "boss",
         "POST",
         "/handbook/pages/projects/apollo/-/rename",
-        json={"new_path": "programs/apollo", "base_version": 3},
+        json={"newPath": "programs/apollo", "baseVersion": 3},
     )
     assert (moved["id"], moved["path"]) == (created.json()["id"], "programs/apollo")
     assert api.ok("mem", "GET", "/handbook/pages/projects/apollo")["path"] == "programs/apollo"
@@ -137,13 +137,13 @@ def test_preview_export_import_and_a_page_from_a_document(api: Api) -> None:
     preview = api.ok(
         "mem", "POST", "/handbook/pages/notes/kiln/-/preview", json={"body": "The kiln is cold."}
     )
-    assert (preview["action"], preview["base_version"]) == ("update", 1)
+    assert (preview["action"], preview["baseVersion"]) == ("update", 1)
     assert "+The kiln is cold." in preview["diff"]
     assert api.ok("mem", "GET", "/handbook/pages/notes/kiln")["version"] == 1  # nothing saved
     # A page may be larger than the API's usual JSON body cap (1 MB), up to its own 2 MB.
     large = "A line of a long page.\n" * 65_000
     big = api.ok("mem", "POST", "/handbook/pages/notes/large/-/preview", json={"body": large})
-    assert (big["action"], big["base_version"]) == ("create", None)
+    assert (big["action"], big["baseVersion"]) == ("create", None)
 
     exported = api.call("mem", "GET", "/handbook/export")
     assert exported.status_code == 200
@@ -193,8 +193,8 @@ def test_a_member_writes_the_pages_of_an_archive_that_names_them(api: Api) -> No
     assert granted["title"] == "Team handbook"  # what was not given did not change
 
     assert api.save("mem", "mem/notes", "Mine.", None).status_code == 201
-    # The event stream's camelCase name for the version is accepted too.
-    page = {"body": "Mine, again.", "baseVersion": 1}
+    # The snake_case name earlier clients sent is accepted too.
+    page = {"body": "Mine, again.", "base_version": 1}
     assert api.call("mem", "PUT", "/handbook/pages/mem/notes", json=page).status_code == 200
     assert api.call("mem", "DELETE", "/handbook/pages/mem/notes").status_code == 204
     assert api.save("pal", "pal/notes", "Not mine.", None).status_code == 403  # not named
@@ -203,6 +203,49 @@ def test_a_member_writes_the_pages_of_an_archive_that_names_them(api: Api) -> No
     )
     api.ok("boss", "PATCH", "/handbook", json={"config": {"writers": []}})
     assert api.save("mem", "mem/again", "Mine.", None).status_code == 403
+
+
+def _snake_keys(value: Any) -> list[str]:
+    """The field names with an underscore anywhere in an answer (a page's front matter is
+    its author's: not looked into)."""
+    if isinstance(value, list):
+        return [key for item in value for key in _snake_keys(item)]
+    if not isinstance(value, dict):
+        return []
+    found = [key for key in value if "_" in key]
+    return found + [k for key, v in value.items() if key != "frontMatter" for k in _snake_keys(v)]
+
+
+def test_the_archives_api_speaks_camel_case(api: Api) -> None:
+    options = {"allowAgentWrites": True, "localLlmOnly": True}
+    made = api.ok("boss", "POST", "", 201, json={"name": "keys", "config": options})
+    assert made["config"] == {**options, "writers": []}
+    body = "---\ndue_date: 2026-05-01\nowner_name: Ada\n---\nThe plan. See [[Elsewhere]]."
+    page = {"title": "Plan", "body": body, "baseVersion": None}
+    saved = api.ok("boss", "PUT", "/keys/pages/plan", 201, json=page)
+    # The front matter's keys are the author's: they stay as written.
+    assert saved["frontMatter"] == {"due_date": "2026-05-01", "owner_name": "Ada"}
+    preview = {"body": "The plan, changed."}
+    answers = [
+        made,
+        saved,
+        api.ok("mem", "GET", ""),
+        api.ok("mem", "GET", "/keys/pages", params={"tree": "true"}),
+        api.ok("mem", "GET", "/keys/pages/plan/-/history"),
+        api.ok("mem", "GET", "/keys/pages/plan/-/versions/1"),
+        api.ok("mem", "GET", "/keys/pages/plan/-/links"),
+        api.ok("mem", "GET", "/keys/pages/plan/-/graph"),
+        api.ok("mem", "GET", "/keys/graph"),
+        api.ok("mem", "GET", "/keys/search", params={"q": "plan", "mode": "fts"}),
+        api.ok("mem", "POST", "/keys/pages/plan/-/preview", json=preview),
+    ]
+    assert [answer for answer in answers if _snake_keys(answer)] == []
+    assert answers[9]["hits"] and answers[9]["hits"][0]["pageId"] == saved["id"]
+
+    patched = api.ok("boss", "PATCH", "/keys", json={"config": {"allowAgentWrites": False}})
+    assert patched["config"] == {"allowAgentWrites": False, "localLlmOnly": True, "writers": []}
+    unknown = api.call("boss", "PATCH", "/keys", json={"config": {"allowAgentEdits": True}})
+    assert (unknown.status_code, unknown.json()["code"]) == (422, "validation_error")
 
 
 @pytest.mark.parametrize(

@@ -1487,7 +1487,7 @@ def _kept_archive(world: World, workspace: str) -> str:
     )
     assert created.status_code in (201, 409), created.text
     for path, title, body in _KEPT_PAGES:
-        page = {"title": title, "body": body, "base_version": None}
+        page = {"title": title, "body": body, "baseVersion": None}
         saved = world.call(
             "PUT", f"{_archives_url(workspace)}/{name}/pages/{path}", world.admin, json=page
         )
@@ -1517,7 +1517,7 @@ def _fresh_page(world: World, workspace: str) -> str:
     """A new page in the workspace's archive, saved by the admin."""
     path = f"made/{world.fresh('p')}"
     url = f"{_archives_url(workspace)}/{_archive_name(workspace)}/pages/{path}"
-    body = {"title": path, "body": f"Made about the {SHARED_WORD}.", "base_version": None}
+    body = {"title": path, "body": f"Made about the {SHARED_WORD}.", "baseVersion": None}
     response = world.call("PUT", url, world.admin, json=body)
     assert response.status_code == 201, response.text
     return path
@@ -1604,7 +1604,7 @@ def _page_check(cell: Cell, response: httpx.Response) -> None:
 def _new_page(cell: Cell) -> Params:
     params, _ = _archive(cell)
     path = f"made/{cell.world.fresh('new')}"
-    body = {"title": "New", "body": f"New about the {SHARED_WORD}.", "base_version": None}
+    body = {"title": "New", "body": f"New about the {SHARED_WORD}.", "baseVersion": None}
     return {**params, "path": path}, {"json": body}
 
 
@@ -1641,18 +1641,18 @@ def _diff(cell: Cell) -> Params:
 
 def _restore(cell: Cell) -> Params:
     params, _ = _doomed_or_kept_page(cell)
-    return params, {"json": {"version": 1, "base_version": 1}}
+    return params, {"json": {"version": 1, "baseVersion": 1}}
 
 
 def _rename(cell: Cell) -> Params:
     params, _ = _doomed_or_kept_page(cell)
-    return params, {"json": {"new_path": f"moved/{cell.world.fresh('m')}", "base_version": 1}}
+    return params, {"json": {"newPath": f"moved/{cell.world.fresh('m')}", "baseVersion": 1}}
 
 
 def _renamed_check(cell: Cell, response: httpx.Response) -> None:
     _kept_still_there(cell, response)
     if cell.succeeds:
-        assert response.json()["path"] == json.loads(response.request.content)["new_path"]
+        assert response.json()["path"] == json.loads(response.request.content)["newPath"]
 
 
 def _preview(cell: Cell) -> Params:
@@ -1662,13 +1662,13 @@ def _preview(cell: Cell) -> Params:
 
 def _preview_check(cell: Cell, response: httpx.Response) -> None:
     edit = response.json()
-    assert (edit["action"], edit["base_version"]) == ("update", 1)
+    assert (edit["action"], edit["baseVersion"]) == ("update", 1)
     assert "+Rewritten." in edit["diff"]
 
 
 def _links_check(cell: Cell, response: httpx.Response) -> None:
     links = response.json()
-    assert [link["source_path"] for link in links["backlinks"]] == ["kept/other"]
+    assert [link["sourcePath"] for link in links["backlinks"]] == ["kept/other"]
     assert [link["target"] for link in links["dangling"]] == ["Not yet"]
 
 

@@ -512,14 +512,14 @@ def test_the_proposal_reaches_the_sse_stream_and_a_put_at_its_base_applies_it(
     )  # fmt: skip
     page = f"{url}/api/workspaces/default/archives/handbook/pages/vendors"
     assert httpx.get(page, headers=headers).json()["version"] == edit["baseVersion"]
-    put = {"title": edit["title"], "body": edit["body"], "base_version": edit["baseVersion"]}
+    put = {"title": edit["title"], "body": edit["body"], "baseVersion": edit["baseVersion"]}
     applied = httpx.put(page, headers=headers, json=put)
     assert applied.status_code == 200, applied.text
     assert "reviewed each May" in applied.json()["body"]
     again = httpx.put(page, headers=headers, json={**put, "body": body + " Twice."})
     assert again.status_code == 409
     assert again.json()["code"] == "stale_version"
-    assert again.json()["current_version"] == applied.json()["version"]
+    assert again.json()["currentVersion"] == applied.json()["version"]
 
 
 def test_the_wiki_edit_event_on_the_wire(app: AppContext) -> None:

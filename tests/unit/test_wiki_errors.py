@@ -25,7 +25,7 @@ def test_a_stale_save_answers_409_with_the_current_version() -> None:
     response = client.put("/stale")
     assert response.status_code == 409
     body = response.json()
-    assert (body["code"], body["current_version"]) == ("stale_version", 7)
+    assert (body["code"], body["currentVersion"]) == ("stale_version", 7)
     other = client.put("/taken").json()
-    assert other["code"] == "page_exists" and "current_version" not in other
+    assert other["code"] == "page_exists" and "currentVersion" not in other
     assert isinstance(StaleVersion("x", current_version=1), Conflict)

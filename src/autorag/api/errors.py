@@ -82,7 +82,7 @@ def install_error_handlers(app: FastAPI) -> None:
 def error_fields(exc: AutoragError) -> dict[str, Any]:
     """What the body carries besides the code: the version a stale save should build on."""
     if isinstance(exc, StaleVersion):
-        return {"current_version": exc.current_version}
+        return {"currentVersion": exc.current_version}
     return {}
 
 

@@ -62,9 +62,11 @@ def _wiki(ctx: typer.Context) -> WikiService:
     return WikiService(open_app(ctx))
 
 
-def _plain(value: Any) -> dict[str, Any]:
-    data: dict[str, Any] = dataclasses.asdict(value)
-    return data
+def _json(value: Any) -> Any:
+    """A wiki value keyed as the API answers it (camelCase: ``pageCount``, ``updatedAt``)."""
+    from autorag.wiki.wire import as_json  # deferred: `autorag --help` stays fast
+
+    return as_json(value)
 
 
 def _read_stdin(what: str) -> str:
@@ -105,7 +107,7 @@ def create(
         name, title=title, description=description, config=config, by=_who()
     )
     if as_json:
-        print_json(archive)
+        print_json(_json(archive))
         return
     console.print(f"Created archive {archive.name!r}.", highlight=False)
 
@@ -127,7 +129,7 @@ def list_pages(
     if archive is None:
         archives = wiki.list_archives()
         if as_json:
-            print_json(archives)
+            print_json(_json(archives))
             return
         if not archives:
             console.print("No archives yet: autorag wiki create NAME --title TITLE")
@@ -140,7 +142,7 @@ def list_pages(
     found = wiki.archive(archive)
     pages = wiki.pages(found)
     if as_json:
-        print_json(pages)
+        print_json(_json(pages))
         return
     if not pages:
         console.print(f"No pages in {found.name!r} yet: autorag wiki new {found.name} PATH")
@@ -263,7 +265,7 @@ def new_page(
         template=template,
     )
     if as_json:
-        print_json(page)
+        print_json(_json(page))
         return
     console.print(f"Created {page.path!r} ({page.title}).", highlight=False)
 
@@ -291,9 +293,9 @@ def show(
     links = wiki.links(found, page.path) if backlinks else None
     versions = wiki.history(found, page.path) if history else None
     if as_json:
-        data = _plain(page)
+        data: dict[str, Any] = _json(page)
         if links is not None:
-            data["backlinks"] = [_plain(link) for link in links.backlinks]
+            data["backlinks"] = _json(links.backlinks)
         if versions is not None:
             data["history"] = [_version_json(v) for v in versions]
         print_json(data)
@@ -310,7 +312,7 @@ def show(
 
 
 def _version_json(version: Any) -> dict[str, Any]:
-    return {k: v for k, v in _plain(version).items() if k not in ("body", "front_matter")}
+    return {k: v for k, v in _json(version).items() if k not in ("body", "frontMatter")}
 
 
 @app.command("edit")
@@ -445,7 +447,7 @@ def restore(
     current = wiki.page(found, path)
     page = wiki.restore(found, current.path, version, base_version=current.version, by=_who())
     if as_json:
-        print_json(page)
+        print_json(_json(page))
         return
     console.print(
         f"Restored version {version} of {page.path!r} as version {page.version}.", highlight=False
@@ -466,7 +468,7 @@ def rename(
     current = wiki.page(found, path)
     page = wiki.rename_page(found, current.path, new_path, base_version=current.version, by=_who())
     if as_json:
-        print_json(page)
+        print_json(_json(page))
         return
     console.print(f"Renamed {current.path!r} to {page.path!r}.", highlight=False)
 
@@ -480,7 +482,7 @@ def links(
     found = wiki.archive(archive)
     result = wiki.links(found, wiki.page(found, path).path)
     if as_json:
-        print_json(result)
+        print_json(_json(result))
         return
     console.rule("Links to")
     _links_table(result.outgoing, "to", lambda link: link.target_path or link.target)
@@ -520,7 +522,7 @@ def search(
     wiki = _wiki(ctx)
     hits = wiki.search(wiki.archive(archive), query, k=k, mode=mode)
     if as_json:
-        print_json(hits)
+        print_json(_json(hits))
         return
     if not hits:
         console.print("No pages match.")
@@ -546,7 +548,7 @@ def from_doc(
     wiki = _wiki(ctx)
     page = wiki.page_from_document(wiki.archive(archive), document, path, title=title, by=_who())
     if as_json:
-        print_json(page)
+        print_json(_json(page))
         return
     console.print(f"Created {page.path!r} ({page.title}) from document {document}.")
 
@@ -599,7 +601,7 @@ def import_(
     with err_console.status(f"Importing {source} …"):
         report = wiki.import_path(found, source, by=_who())
     if as_json:
-        print_json(report)
+        print_json(_json(report))
         return
     console.print(
         f"Imported into {found.name!r}: {len(report.created)} created, "
@@ -620,7 +622,7 @@ def list_templates(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """List the templates new pages can start from."""
     templates = _wiki(ctx).templates()
     if as_json:
-        print_json(templates)
+        print_json(_json(templates))
         return
     table = Table("name", "title", "kind")
     for template in templates:

@@ -6,9 +6,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from pydantic import with_config
+
+from autorag.wiki.wire import CAMEL_CASE
+
 EditAction = Literal["create", "update"]
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class ArchiveConfig:
     """An archive's options (stored as JSON on the archive)."""
@@ -22,6 +27,7 @@ class ArchiveConfig:
     writers: tuple[str, ...] = ()
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class Archive:
     id: int
@@ -36,6 +42,7 @@ class Archive:
     page_count: int = 0
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class PageSummary:
     id: int
@@ -47,6 +54,7 @@ class PageSummary:
     updated_by: str
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class Page:
     id: int  # stays the same across renames
@@ -62,6 +70,7 @@ class Page:
     updated_by: str
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class PageVersion:
     page_id: int
@@ -75,6 +84,7 @@ class PageVersion:
     note: str = ""  # "restored from version 3", "renamed from x/y", ...
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class Link:
     """One ``[[…]]`` in a page: what it named, where it resolves, the sentence around it."""
@@ -89,6 +99,7 @@ class Link:
     context: str  # the sentence around the link
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class PageLinks:
     outgoing: list[Link]
@@ -96,6 +107,7 @@ class PageLinks:
     dangling: list[Link]  # outgoing links with no target page
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class GraphNode:
     key: str  # "page:<id>" or "dangling:<normalised target>"
@@ -105,6 +117,7 @@ class GraphNode:
     dangling: bool = False
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class GraphEdge:
     source: str  # GraphNode.key
@@ -112,12 +125,14 @@ class GraphEdge:
     dangling: bool = False
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class Graph:
     nodes: list[GraphNode]
     edges: list[GraphEdge]
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class PageHit:
     """A page found by search: the passage that matched and the page it is in."""
@@ -132,6 +147,7 @@ class PageHit:
     legs: Literal["vector", "fts", "both"] = "both"
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class Template:
     name: str  # person, project, meeting, decision, or an admin's own
@@ -140,6 +156,7 @@ class Template:
     builtin: bool = True
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class ProposedEdit:
     """A save not yet made (wiki_write's dry run): what would change."""
@@ -154,6 +171,7 @@ class ProposedEdit:
     base_version: int | None  # the version it edits (None: a new page)
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class ImportReport:
     created: list[str] = field(default_factory=list)
@@ -163,6 +181,7 @@ class ImportReport:
     attachments: int = 0
 
 
+@with_config(CAMEL_CASE)
 @dataclass(frozen=True)
 class Attachment:
     """A file kept with an archive (an imported vault's images, a PDF the UI uploaded)."""

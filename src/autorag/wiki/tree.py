@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from pydantic import with_config
+
 from autorag.wiki.models import PageSummary
+from autorag.wiki.wire import CAMEL_CASE
 
 
+@with_config(CAMEL_CASE)
 @dataclass
 class PageNode:
     """One path segment: the page at that path if there is one, and the paths below it."""

@@ -21,7 +21,8 @@ from typing import IO, Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 from starlette.concurrency import run_in_threadpool
 
 from autorag.api.auth import Principal, require
@@ -47,6 +48,7 @@ from autorag.wiki.models import (
 )
 from autorag.wiki.service import WikiService
 from autorag.wiki.tree import PageNode, page_tree
+from autorag.wiki.wire import CAMEL_CASE
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["archives"])
 
@@ -91,10 +93,18 @@ def _writable(principal: Principal, context: WorkspaceDep, wiki: Wiki, name: str
 
 
 # -- bodies and answers -----------------------------------------------------------------
-class ConfigIn(BaseModel):
-    """An archive's options; on a change, only those given change."""
+# camelCase on the wire, like the rest of the API (and the wiki's own dataclasses, through
+# CAMEL_CASE); a body's snake_case field names are still accepted.
+class CamelIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", alias_generator=to_camel, validate_by_name=True)
 
-    model_config = ConfigDict(extra="forbid")
+
+class CamelOut(BaseModel):
+    model_config = CAMEL_CASE
+
+
+class ConfigIn(CamelIn):
+    """An archive's options; on a change, only those given change."""
 
     allow_agent_writes: bool | None = Field(
         default=None, description="The assistant's page edits apply at once, unconfirmed"
@@ -115,9 +125,7 @@ class ConfigIn(BaseModel):
         return dataclasses.replace(config, **given)
 
 
-class ArchiveCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ArchiveCreate(CamelIn):
     name: str = Field(
         min_length=1,
         max_length=100,
@@ -128,64 +136,49 @@ class ArchiveCreate(BaseModel):
     config: ConfigIn | None = None
 
 
-class ArchivePatch(BaseModel):
+class ArchivePatch(CamelIn):
     """Only the keys given change."""
-
-    model_config = ConfigDict(extra="forbid")
 
     title: str | None = Field(default=None, max_length=200)
     description: str | None = Field(default=None, max_length=4000)
     config: ConfigIn | None = None
 
 
-class ArchiveListOut(BaseModel):
+class ArchiveListOut(CamelOut):
     archives: list[Archive]
 
 
-class PageListOut(BaseModel):
+class PageListOut(CamelOut):
     pages: list[PageSummary]
     tree: list[PageNode] | None = None  # with ?tree=true: the pages nested by path
 
 
-class PageSave(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PageSave(CamelIn):
     title: str | None = Field(default=None, max_length=300)
     body: str = Field(description="Markdown, optionally opening with YAML front matter")
     base_version: int | None = Field(
-        validation_alias=AliasChoices("base_version", "baseVersion"),
         ge=1,
         description="The version this save edits; null to create the page",
     )
     template: str | None = Field(default=None, max_length=63)
 
 
-class PagePreview(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PagePreview(CamelIn):
     title: str | None = Field(default=None, max_length=300)
     body: str
 
 
-class PageRename(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    new_path: str = Field(
-        validation_alias=AliasChoices("new_path", "newPath"), min_length=1, max_length=400
-    )
-    base_version: int = Field(validation_alias=AliasChoices("base_version", "baseVersion"), ge=1)
+class PageRename(CamelIn):
+    new_path: str = Field(min_length=1, max_length=400)
+    base_version: int = Field(ge=1)
 
 
-class PageRestore(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class PageRestore(CamelIn):
     version: int = Field(ge=1)
-    base_version: int = Field(validation_alias=AliasChoices("base_version", "baseVersion"), ge=1)
+    base_version: int = Field(ge=1)
 
 
-class FromDocument(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class FromDocument(CamelIn):
     document: str = Field(
         min_length=1, max_length=4000, description="The document's id, or its source id"
     )
@@ -193,34 +186,32 @@ class FromDocument(BaseModel):
     title: str | None = Field(default=None, max_length=300)
 
 
-class HistoryOut(BaseModel):
+class HistoryOut(CamelOut):
     versions: list[PageVersion]  # newest first, the current one included
 
 
-class DiffOut(BaseModel):
+class DiffOut(CamelOut):
     from_version: int
     to_version: int
     diff: str  # unified
 
 
-class IndexOut(BaseModel):
+class IndexOut(CamelOut):
     markdown: str
 
 
-class SearchOut(BaseModel):
+class SearchOut(CamelOut):
     query: str
     hits: list[PageHit]
 
 
-class TemplateIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class TemplateIn(CamelIn):
     name: str = Field(min_length=1, max_length=100, description="Like an archive's name")
     title: str = Field(min_length=1, max_length=200)
     body: str = Field(max_length=200_000)
 
 
-class TemplateListOut(BaseModel):
+class TemplateListOut(CamelOut):
     templates: list[Template]
 
 
@@ -424,7 +415,7 @@ def restore_page(
     wiki: Wiki,
 ) -> Page:
     """A new version holding an old one's content (409 ``stale_version`` when the page
-    moved past ``base_version``)."""
+    moved past ``baseVersion``)."""
     archive = _writable(principal, context, wiki, name)
     return wiki.restore(
         archive, path, body.version, base_version=body.base_version, by=principal.username
@@ -487,7 +478,7 @@ def get_page(principal: Reader, name: ArchiveName, path: PagePath, wiki: Wiki) -
     responses={
         200: {"description": "Updated"},
         201: {"description": "Created"},
-        409: {"description": "page_exists, or stale_version with current_version"},
+        409: {"description": "page_exists, or stale_version with currentVersion"},
     },
 )
 def save_page(
@@ -499,9 +490,9 @@ def save_page(
     context: WorkspaceDep,
     wiki: Wiki,
 ) -> Page:
-    """Create (``base_version`` null: 201) or update (the version edited: 200) a page. A
+    """Create (``baseVersion`` null: 201) or update (the version edited: 200) a page. A
     save built on an older version is refused: 409 ``stale_version`` with
-    ``current_version``."""
+    ``currentVersion``."""
     archive = _writable(principal, context, wiki, name)
     page = wiki.save_page(
         archive,

@@ -225,7 +225,7 @@ class WikiView {
       ? h("ul", { class: "archive-list" }, archives.map((a) => h("li", { class: "card archive-card" },
         h("h2", {}, h("a", { href: wikiHash(a.name) }, a.title || a.name)),
         a.description ? h("p", {}, a.description) : null,
-        h("p", { class: "muted small" }, `${a.page_count ?? 0} page${a.page_count === 1 ? "" : "s"} · updated `, timeEl(a.updated_at)))))
+        h("p", { class: "muted small" }, `${a.pageCount ?? 0} page${a.pageCount === 1 ? "" : "s"} · updated `, timeEl(a.updatedAt)))))
       : emptyState({ iconName: "book", title: "No archives yet",
         body: canCreate ? "An archive is a set of pages your team writes together, linked with [[wikilinks]]. The assistant can read them when it answers." : "An archive is a set of pages your team writes together. A manager can create the first one." });
     const el = h("div", { class: "page-inner" },
@@ -273,7 +273,7 @@ class WikiView {
     const titleInput = h("input", { class: "input", type: "text", value: a.title || "" });
     const about = h("textarea", { class: "input", rows: 3, value: a.description || "" });
     const writers = h("input", { class: "input", type: "text", value: ((a.config && a.config.writers) || []).join(", "), autocomplete: "off" });
-    const direct = h("input", { type: "checkbox", checked: Boolean(a.config && a.config.allow_agent_writes) });
+    const direct = h("input", { type: "checkbox", checked: Boolean(a.config && a.config.allowAgentWrites) });
     const save = h("button", { class: "btn primary", type: "submit", form: "archive-settings" }, "Save");
     const cancel = h("button", { class: "btn", type: "button", on: { click: () => dlg.close() } }, "Cancel");
     const remove = h("button", { class: "btn danger", type: "button" }, icon("trash", "sm"), "Delete archive");
@@ -287,7 +287,7 @@ class WikiView {
       e.preventDefault();
       save.disabled = true;
       try {
-        const config = { allow_agent_writes: direct.checked, writers: writers.value.split(",").map((w) => w.trim()).filter(Boolean) };
+        const config = { allowAgentWrites: direct.checked, writers: writers.value.split(",").map((w) => w.trim()).filter(Boolean) };
         await api(archiveUrl(ctx.name), { method: "PATCH", body: { title: titleInput.value.trim(), description: about.value.trim(), config } });
         dlg.close();
         toast("Archive settings saved.", { kind: "ok" });
@@ -298,7 +298,7 @@ class WikiView {
       } finally { save.disabled = false; }
     });
     remove.addEventListener("click", async () => {
-      const ok = await confirmDialog({ title: `Delete “${a.title || a.name}”?`, message: `All ${a.page_count ?? ctx.pages.length} pages, their history and links are deleted. This cannot be undone.`, confirm: "Delete archive", danger: true });
+      const ok = await confirmDialog({ title: `Delete “${a.title || a.name}”?`, message: `All ${a.pageCount ?? ctx.pages.length} pages, their history and links are deleted. This cannot be undone.`, confirm: "Delete archive", danger: true });
       if (!ok) return;
       try {
         await api(archiveUrl(ctx.name), { method: "DELETE" });
@@ -313,7 +313,7 @@ class WikiView {
   }
 
   async archiveHome(ctx) {
-    const recent = [...ctx.pages].sort((a, b) => String(b.updated_at).localeCompare(String(a.updated_at))).slice(0, 8);
+    const recent = [...ctx.pages].sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt))).slice(0, 8);
     const index = h("div", { class: "wiki-body" });
     if (ctx.pages.length) {
       try {
@@ -331,7 +331,7 @@ class WikiView {
       ctx.pages.length
         ? [h("section", { class: "card", "aria-labelledby": "recent-title" }, h("header", {}, h("h2", { id: "recent-title" }, "Recently edited")),
           h("ul", { class: "plain-list" }, recent.map((p) => h("li", {}, h("a", { href: wikiHash(ctx.name, p.path) }, p.title), " ",
-            h("span", { class: "muted small" }, p.updated_by ? `by ${p.updated_by}, ` : "", timeEl(p.updated_at)))))),
+            h("span", { class: "muted small" }, p.updatedBy ? `by ${p.updatedBy}, ` : "", timeEl(p.updatedAt)))))),
           h("section", { class: "card", "aria-labelledby": "index-title" }, h("header", {}, h("h2", { id: "index-title" }, "All pages")), index)]
         : emptyState({ iconName: "book", title: "No pages yet", body: mayWrite(a) ? "Write the first page; link others with [[Title]]." : "Nobody has written a page here yet.",
           action: mayWrite(a) ? h("a", { class: "btn primary", href: wikiHash(ctx.name, null, { view: "new" }) }, icon("plus", "sm"), "New page") : null }));
@@ -350,11 +350,11 @@ class WikiView {
     }
     this.currentPath = page.path;
     const resolved = new Map();
-    for (const link of links.outgoing || []) resolved.set(String(link.target).trim().toLowerCase(), link.target_path || null);
+    for (const link of links.outgoing || []) resolved.set(String(link.target).trim().toLowerCase(), link.targetPath || null);
     const body = h("article", { class: "wiki-body", "aria-label": page.title });
     renderMarkdown(body, page.body || "", { wikilink: this.linker(ctx, resolved), anchor: (text) => wikiHash(ctx.name, page.path, { h: text }) });
     const writable = mayWrite(ctx.archive);
-    const facts = Object.entries(page.front_matter || {});
+    const facts = Object.entries(page.frontMatter || {});
     const head = h("div", { class: "page-head" },
       h("h1", {}, page.title), h("span", { class: "spacer" }),
       h("div", { class: "btn-row" },
@@ -363,7 +363,7 @@ class WikiView {
         h("a", { class: "btn small", href: wikiHash(ctx.name, page.path, { view: "graph" }) }, icon("peers", "sm"), "Graph"),
         writable ? h("button", { class: "btn small", type: "button", on: { click: () => this.renamePage(ctx, page) } }, "Move or rename") : null,
         writable ? h("button", { class: "btn small danger icon-only", type: "button", "aria-label": "Delete page", title: "Delete page", on: { click: () => this.deletePage(ctx, page) } }, icon("trash", "sm")) : null),
-      h("p", { class: "sub" }, `Version ${page.version} · edited `, timeEl(page.updated_at), page.updated_by ? ` by ${page.updated_by}` : "", h("span", { class: "mono small path-note" }, ` · ${page.path}`)));
+      h("p", { class: "sub" }, `Version ${page.version} · edited `, timeEl(page.updatedAt), page.updatedBy ? ` by ${page.updatedBy}` : "", h("span", { class: "mono small path-note" }, ` · ${page.path}`)));
     const main = h("div", { class: "stack" },
       this.crumbs(ctx, page.path, page.title), head,
       facts.length ? h("dl", { class: "facts" }, facts.map(([k, v]) => [h("dt", {}, k), h("dd", {}, factValue(v))])) : null,
@@ -385,8 +385,8 @@ class WikiView {
     const titleOf = (path) => (ctx.pages.find((p) => p.path === path) || {}).title || path;
     const bySource = new Map();
     for (const link of backlinks) {
-      if (!bySource.has(link.source_path)) bySource.set(link.source_path, []);
-      bySource.get(link.source_path).push(link);
+      if (!bySource.has(link.sourcePath)) bySource.set(link.sourcePath, []);
+      bySource.get(link.sourcePath).push(link);
     }
     const writable = mayWrite(ctx.archive);
     const missing = [...new Map(dangling.map((l) => [String(l.target).toLowerCase(), l])).values()];
@@ -415,7 +415,7 @@ class WikiView {
       e.preventDefault();
       ok.disabled = true;
       try {
-        const moved = await api(pagePart(ctx.name, page.path, "rename"), { method: "POST", body: { new_path: input.value.trim(), base_version: page.version } });
+        const moved = await api(pagePart(ctx.name, page.path, "rename"), { method: "POST", body: { newPath: input.value.trim(), baseVersion: page.version } });
         dlg.close();
         await this.refresh(ctx);
         toast("Page moved.", { kind: "ok" });
@@ -498,8 +498,8 @@ class WikiView {
     };
     const rows = versions.map((v) => h("tr", {},
       h("td", { class: "num" }, String(v.version)),
-      h("td", {}, h("time", { datetime: v.saved_at }, fmtDate(v.saved_at))),
-      h("td", {}, v.saved_by || "—"),
+      h("td", {}, h("time", { datetime: v.savedAt }, fmtDate(v.savedAt))),
+      h("td", {}, v.savedBy || "—"),
       h("td", {}, v.version === page.version ? h("span", { class: "badge ok" }, "Current") : null, v.note ? h("span", { class: "muted small" }, ` ${v.note}`) : null),
       h("td", { class: "actions" },
         h("button", { class: "btn small ghost", type: "button", on: { click: () => this.showVersion(ctx, page, v) } }, icon("eye", "sm"), "View"),
@@ -527,7 +527,7 @@ class WikiView {
     const restore = mayWrite(ctx.archive) && v.version !== page.version
       ? h("button", { class: "btn primary", type: "button", on: { click: () => { dlg.close(); this.restore(ctx, page, v); } } }, `Restore version ${v.version}`) : null;
     const dlg = modal({ title: `“${full.title}”, version ${v.version}`, className: "wide",
-      body: h("div", { class: "stack" }, h("p", { class: "muted small" }, `Saved ${fmtDate(full.saved_at)}${full.saved_by ? ` by ${full.saved_by}` : ""}`), body),
+      body: h("div", { class: "stack" }, h("p", { class: "muted small" }, `Saved ${fmtDate(full.savedAt)}${full.savedBy ? ` by ${full.savedBy}` : ""}`), body),
       foot: [close, restore] });
     close.focus();
   }
@@ -536,7 +536,7 @@ class WikiView {
     const ok = await confirmDialog({ title: `Restore version ${v.version}?`, message: `The page gets the text of version ${v.version} as a new version ${page.version + 1}. The current text stays in the history.`, confirm: "Restore" });
     if (!ok) return;
     try {
-      const restored = await api(pagePart(ctx.name, page.path, "restore"), { method: "POST", body: { version: v.version, base_version: page.version } });
+      const restored = await api(pagePart(ctx.name, page.path, "restore"), { method: "POST", body: { version: v.version, baseVersion: page.version } });
       await this.refresh(ctx);
       toast(`Version ${v.version} restored as version ${restored.version}.`, { kind: "ok" });
       navigate(wikiHash(ctx.name, restored.path || page.path));

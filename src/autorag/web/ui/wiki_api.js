@@ -47,7 +47,7 @@ export function mayWrite(archive) {
 export async function savePage(archive, path, { title, body, baseVersion, template }) {
   return api(pageUrl(archive, path), {
     method: "PUT",
-    body: { title, body, base_version: baseVersion ?? null, ...(template ? { template } : {}) },
+    body: { title, body, baseVersion: baseVersion ?? null, ...(template ? { template } : {}) },
   });
 }
 
@@ -72,5 +72,5 @@ export function frontMatterText(frontMatter) {
 /** The whole Markdown of a page as its author wrote it (front matter included). */
 export function sourceOf(page) {
   if (typeof page.markdown === "string") return page.markdown;
-  return frontMatterText(page.front_matter) + (page.body || "");
+  return frontMatterText(page.frontMatter) + (page.body || "");
 }

@@ -174,7 +174,7 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
       onSaved(saved);
     } catch (error) {
       status.textContent = "";
-      if (error instanceof ApiError && error.code === "stale_version") showConflict(error.problem.current_version);
+      if (error instanceof ApiError && error.code === "stale_version") showConflict(error.problem.currentVersion);
       else if (error instanceof ApiError && error.code === "page_exists") {
         conflict.replaceChildren(h("div", { class: "notice warn", role: "alert" }, icon("alert"),
           h("div", { class: "notice-body" }, "A page already has this address. Choose another address, or ",
@@ -242,7 +242,7 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
       body.replaceChildren(
         h("h3", {}, `Your changes to their version ${fresh.version || current || ""}`.trim()),
         renderDiff(proposed.diff, { empty: "Your text is the same as theirs." }),
-        h("details", {}, h("summary", {}, `Their version: “${fresh.title}”, saved by ${fresh.updated_by || "someone"}`), rendered));
+        h("details", {}, h("summary", {}, `Their version: “${fresh.title}”, saved by ${fresh.updatedBy || "someone"}`), rendered));
       useTheirs.addEventListener("click", async () => {
         await copyText(area.value).catch(() => {});
         area.value = sourceOf(fresh);
