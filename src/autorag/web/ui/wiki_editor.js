@@ -153,7 +153,7 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
   // -- saving ------------------------------------------------------------------------------
   const target = () => (creating ? pathInput.value.trim().replace(/^\/+|\/+$/g, "").replace(/\.md$/i, "") : page.path);
   let saving = false;
-  async function save(event, { over = null } = {}) {
+  async function save(event) {
     if (event) event.preventDefault();
     if (saving) return;
     const titleText = titleInput.value.trim();
@@ -165,7 +165,7 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
     status.textContent = "Saving…";
     try {
       const saved = await savePage(archive, target(), {
-        title: titleText, body: area.value, baseVersion: over ?? baseVersion,
+        title: titleText, body: area.value, baseVersion,
         template: creating && templateSelect && templateSelect.value ? templateSelect.value : undefined,
       });
       status.textContent = "";
@@ -205,7 +205,12 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
   }
 
   async function keepMine(current) {
-    const ok = await confirmKeep();
+    const ok = await confirmDialog({
+      title: "Save your text over theirs?",
+      message: "Your text becomes the newest version. Theirs stays in the page's history, so it can still be restored.",
+      confirm: "Save mine",
+      danger: true,
+    });
     if (!ok) return;
     let version = current;
     if (!version) {
@@ -214,16 +219,6 @@ export function pageEditor({ archive, page = null, path = "", title = "", pages 
     }
     baseVersion = version;
     save(null);
-  }
-
-  function confirmKeep() {
-    return new Promise((resolve) => {
-      let result = false;
-      const yes = h("button", { class: "btn danger solid", type: "button", on: { click: () => { result = true; dlg.close(); } } }, "Save mine");
-      const no = h("button", { class: "btn", type: "button", on: { click: () => dlg.close() } }, "Cancel");
-      const dlg = modal({ title: "Save your text over theirs?", body: h("p", {}, "Your text becomes the newest version. Theirs stays in the page's history, so it can still be restored."), foot: [no, yes], onClose: () => resolve(result) });
-      no.focus();
-    });
   }
 
   async function compare(current) {
