@@ -51,6 +51,31 @@ def _share_the_default_ssl_context() -> None:
 _share_the_default_ssl_context()
 
 
+# -- Password hashing: argon2 at its production cost where that cost is what is tested --
+from argon2 import PasswordHasher, profiles  # noqa: E402
+
+from autorag.auth import passwords  # noqa: E402
+
+_CHEAPEST_HASHER = PasswordHasher.from_parameters(profiles.CHEAPEST)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _password_hashing_cost(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Real argon2id everywhere, at its cheapest parameters except in the modules marked
+    ``production_password_cost`` (the login protection, the hashing and the upgrade of
+    old hashes), as Django's test runners do. At 64 MiB and 3 passes, each of the
+    thousands of logins and users the suite makes cost about 0.2 s of CPU on its own
+    (over 100 s of the suite's, measured). The parameters travel inside each hash, so a
+    hash made at either cost verifies at its own. Module-scoped and autouse: set before
+    a module's own fixtures create its users, restored after them."""
+    production = request.node.get_closest_marker("production_password_cost") is not None
+    made = passwords._hasher
+    if not production:
+        passwords._hasher = lambda: _CHEAPEST_HASHER  # type: ignore[assignment]
+    yield
+    passwords._hasher = made  # type: ignore[method-assign]
+
+
 # -- PostgreSQL: one private server per session, a database per module or test ---------
 from tests.postgres import PostgresTestServer  # noqa: E402  (after the set-up above)
 from tests.workspaces import NewCatalog  # noqa: E402

@@ -13,10 +13,13 @@ from autorag.auth.passwords import (
 )
 from autorag.errors import InvalidInput
 
+# argon2 at its production cost (tests/conftest.py): the cost is part of what is tested.
+pytestmark = pytest.mark.production_password_cost
+
 
 def test_a_hash_verifies_its_password_only() -> None:
     stored = hash_password("correct horse battery")
-    assert stored.startswith("$argon2id$")
+    assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")  # RFC 9106's low-memory
     assert verify_password(stored, "correct horse battery")
     assert not verify_password(stored, "correct horse batterY")
     assert not needs_rehash(stored)

@@ -17,6 +17,9 @@ from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
 from autorag.store.catalog.models import UserRow
 from autorag.store.catalog.repository import Catalog
 
+# argon2 at its production cost (tests/conftest.py): the cost is part of what is tested.
+pytestmark = pytest.mark.production_password_cost
+
 PASSWORD = "long enough password"
 
 
