@@ -133,13 +133,25 @@ def launch_api(serve_asgi: Callable[[ASGIApp], str], new_catalog: NewCatalog) ->
     def launch(
         root: Path, prepare: Callable[[AppContext], Any] | None = None, **server: Any
     ) -> ApiServer:
-        workspace = new_workspace(root, new_catalog())
-        context = open_context(workspace)
-        try:
-            prepared = prepare(context) if prepare is not None else None
-        finally:
-            context.close()
-        app = create_app(workspace, server=server)
-        return ApiServer(serve_asgi(app), app, workspace, prepared)
+        return launch_on(serve_asgi, root, new_catalog(), prepare, **server)
 
     return launch
+
+
+def launch_on(
+    serve_asgi: Callable[[ASGIApp], str],
+    root: Path,
+    catalog: str | None,
+    prepare: Callable[[AppContext], Any] | None = None,
+    **server: Any,
+) -> ApiServer:
+    """``launch_api``'s work on a given catalog (``None``: SQLite in the workspace), for a
+    module that serves both catalogs at once."""
+    workspace = new_workspace(root, catalog)
+    context = open_context(workspace)
+    try:
+        prepared = prepare(context) if prepare is not None else None
+    finally:
+        context.close()
+    app = create_app(workspace, server=server)
+    return ApiServer(serve_asgi(app), app, workspace, prepared)

@@ -4,6 +4,9 @@ Every operation of the spec gets schema-valid and schema-invalid requests (a bou
 number, derandomized so a run replays exactly); no answer may be a server error, and
 every error must be problem JSON.
 
+Both catalogs: each generated request goes to a server on SQLite and to one on
+PostgreSQL (Hypothesis generates it once; generating is most of the fuzzing's time).
+
 Who calls: an admin's API key, except on the credential routes (users, keys, login and
 setup: the ``auth`` tag), which refuse every API key by design and would answer 403
 before reaching their handlers; there the admin's login token calls. A second pass
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +40,20 @@ import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis.checks import not_a_server_error
+from starlette.types import ASGIApp
+from tests.integration.conftest import launch_on
 
 from autorag.api.app import create_app
 from autorag.auth import service
 from autorag.context import AppContext
 from autorag.workspace import Workspace
 
+# Every request goes to a server on each catalog, PostgreSQL included.
+pytestmark = pytest.mark.postgres
+
 if TYPE_CHECKING:
-    from tests.integration.conftest import ApiServer, LaunchApi
+    from tests.integration.conftest import ApiServer
+    from tests.postgres import PostgresTestServer
 
 PASSWORD = "a long enough password"
 FUZZ = settings(
@@ -113,34 +123,38 @@ CHECKS = [not_a_server_error, _problem_json]
 
 
 class Fuzzed:
-    """The server under fuzzing and the admin's credentials."""
+    """A server under fuzzing and its admin's credentials."""
 
-    def __init__(self, api: ApiServer, key: str, token: str) -> None:
+    def __init__(self, catalog: str, api: ApiServer, key: str, token: str) -> None:
+        self.catalog = catalog
         self.api = api
         self.key = key
         self.token = token
 
-    def run(self, operation: Any, fuzz: settings, credential: str | None) -> None:
-        @fuzz
-        @given(case=_cases(operation))
-        def one(case: schemathesis.Case) -> None:
-            headers = self.api.headers(credential)
-            response = case.call(base_url=self.api.url, headers=headers)
-            case.validate_response(response, checks=CHECKS, headers=headers)
 
-        one()
+Credential = Callable[[Fuzzed], "str | None"]
 
 
-@pytest.fixture(scope="module")
-def fuzzed(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> Fuzzed:
-    def prepare(context: AppContext) -> str:
-        service.create_user(context.catalog, "root", PASSWORD, "admin")
-        service.create_user(context.catalog, "victim", PASSWORD, "member")
-        service.create_user(context.catalog, "doomed", PASSWORD, "member")
-        return service.create_api_key(context.catalog, "root", "fuzz", [])[1]
+def _run(servers: list[Fuzzed], operation: Any, fuzz: settings, credential: Credential) -> None:
+    """Each generated request goes to the server on each catalog: Hypothesis generates
+    it once (two thirds of the fuzzing's time is generating), both catalogs answer it."""
 
-    # A small upload limit keeps generated bodies cheap.
-    api = launch_api(tmp_path_factory.mktemp("fuzz") / "kb", prepare, max_upload_mb=1)
+    @fuzz
+    @given(case=_cases(operation))
+    def one(case: schemathesis.Case) -> None:
+        for server in servers:
+            headers = server.api.headers(credential(server))
+            try:
+                response = case.call(base_url=server.api.url, headers=headers)
+                case.validate_response(response, checks=CHECKS, headers=headers)
+            except BaseException as failure:
+                failure.add_note(f"on the server whose catalog is {server.catalog}")
+                raise
+
+    one()
+
+
+def _fuzzed(catalog: str, api: ApiServer) -> Fuzzed:
     key: str = api.prepared
     assert api.call("GET", "/openapi.json").json() == SPEC
     login = api.call("POST", "/api/auth/login", json={"username": "root", "password": PASSWORD})
@@ -151,24 +165,54 @@ def fuzzed(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> F
     )
     assert uploaded.status_code == 202, uploaded.text
     assert api.wait_processed(key, uploaded.json()["id"])["status"] == "ready"
-    return Fuzzed(api, key, login.json()["access_token"])
+    return Fuzzed(catalog, api, key, login.json()["access_token"])
+
+
+def _prepare(context: AppContext) -> str:
+    service.create_user(context.catalog, "root", PASSWORD, "admin")
+    service.create_user(context.catalog, "victim", PASSWORD, "member")
+    service.create_user(context.catalog, "doomed", PASSWORD, "member")
+    return service.create_api_key(context.catalog, "root", "fuzz", [])[1]
+
+
+@pytest.fixture(scope="module")
+def fuzzed(
+    tmp_path_factory: pytest.TempPathFactory,
+    serve_asgi: Callable[[ASGIApp], str],
+    postgres_server: PostgresTestServer,
+) -> list[Fuzzed]:
+    """A server on each catalog backend (SQLite, PostgreSQL), each with its admin, its
+    victim and a processed document. A small upload limit keeps generated bodies cheap."""
+    servers = []
+    for catalog, url in (("sqlite", None), ("postgresql", postgres_server.new_database())):
+        root = tmp_path_factory.mktemp(f"fuzz-{catalog}") / "kb"
+        api = launch_on(serve_asgi, root, url, _prepare, max_upload_mb=1)
+        servers.append(_fuzzed(catalog, api))
+    return servers
 
 
 @pytest.mark.parametrize("label", LABELS)
-def test_no_server_error_as_admin(fuzzed: Fuzzed, label: str) -> None:
+def test_no_server_error_as_admin(fuzzed: list[Fuzzed], label: str) -> None:
     operation = _operation(AUTHENTICATED, label)
     login_only = "auth" in (operation.tags or [])
-    token = fuzzed.token
+    tokens = {server.catalog: server.token for server in fuzzed}
     if label == "POST /api/auth/logout":  # ends the user's tokens: not the shared one's
-        token = fuzzed.api.call(
-            "POST", "/api/auth/login", json={"username": "doomed", "password": PASSWORD}
-        ).json()["access_token"]
-    fuzzed.run(operation, FUZZ, token if login_only else fuzzed.key)
+        for server in fuzzed:
+            login = {"username": "doomed", "password": PASSWORD}
+            tokens[server.catalog] = server.api.call("POST", "/api/auth/login", json=login).json()[
+                "access_token"
+            ]
+    _run(
+        fuzzed,
+        operation,
+        FUZZ,
+        lambda server: tokens[server.catalog] if login_only else server.key,
+    )
 
 
 @pytest.mark.parametrize("label", LABELS)
-def test_no_server_error_anonymously(fuzzed: Fuzzed, label: str) -> None:
-    fuzzed.run(_operation(UNAUTHENTICATED, label), ANONYMOUS, None)
+def test_no_server_error_anonymously(fuzzed: list[Fuzzed], label: str) -> None:
+    _run(fuzzed, _operation(UNAUTHENTICATED, label), ANONYMOUS, lambda _server: None)
 
 
 def _b64(raw: bytes) -> str:
@@ -198,19 +242,22 @@ MADE_UP_CREDENTIALS = st.one_of(
 
 @settings(FUZZ, max_examples=60)
 @given(credential=MADE_UP_CREDENTIALS)
-def test_made_up_credentials_are_refused(fuzzed: Fuzzed, credential: str) -> None:
+def test_made_up_credentials_are_refused(fuzzed: list[Fuzzed], credential: str) -> None:
     """Any made-up credential is a 401 problem, never a server error nor access."""
-    response = httpx.get(
-        f"{fuzzed.api.url}/api/auth/me",
-        headers={"Authorization": b"Bearer " + credential.encode("latin-1")},
-    )
-    assert response.status_code == 401, response.text
-    assert response.headers["content-type"] == "application/problem+json"
-    assert response.json()["code"] == "unauthorized"
+    for server in fuzzed:
+        response = httpx.get(
+            f"{server.api.url}/api/auth/me",
+            headers={"Authorization": b"Bearer " + credential.encode("latin-1")},
+        )
+        assert response.status_code == 401, (server.catalog, response.text)
+        assert response.headers["content-type"] == "application/problem+json"
+        assert response.json()["code"] == "unauthorized"
 
 
-def test_the_server_is_healthy_after_the_fuzzing(fuzzed: Fuzzed) -> None:
-    assert fuzzed.api.call("GET", "/healthz").json() == {"status": "ok"}
-    me = fuzzed.api.call("GET", "/api/auth/me", fuzzed.key)
-    assert me.status_code == 200 and me.json()["role"] == "admin"
-    assert fuzzed.api.call("GET", "/api/workspaces/default", fuzzed.key).status_code == 200
+def test_the_servers_are_healthy_after_the_fuzzing(fuzzed: list[Fuzzed]) -> None:
+    for server in fuzzed:
+        assert server.api.call("GET", "/healthz").json() == {"status": "ok"}
+        me = server.api.call("GET", "/api/auth/me", server.key)
+        assert me.status_code == 200 and me.json()["role"] == "admin", server.catalog
+        workspace = server.api.call("GET", "/api/workspaces/default", server.key)
+        assert workspace.status_code == 200, server.catalog
