@@ -303,7 +303,8 @@ def find_archive(engine: Engine, workspace_id: int, *, name: str | None = None,
                  counted: bool = True) -> Archive | None:  # fmt: skip
     """The archive by name or id; ``counted=False`` leaves its ``page_count`` at 0 (no
     count query: for lookups that only need the archive itself)."""
-    query = _archives_query() if counted else select(A.__table__)
+    # (``select(A.__table__)`` inferred through its overloads crashes mypy 2.4.)
+    query = _archives_query() if counted else A.__table__.select()
     query = query.where(A.workspace_id == workspace_id)
     query = query.where(A.name == name) if name is not None else query.where(A.id == archive_id)
     with engine.connect() as conn:
