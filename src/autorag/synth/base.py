@@ -9,8 +9,8 @@ on the runner's side), since it is stored between passes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from autorag.llm.base import Usage
 from autorag.synth.models import Mode, Passage
@@ -60,6 +60,9 @@ class Candidate:
     version: int
     body: str  # the page's markdown (front matter excluded)
     score: float
+    # The page's front matter, so that an update proposal (whose body is the page's whole
+    # markdown) keeps it: a save replaces the front matter with the one the body holds.
+    front_matter: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
