@@ -34,7 +34,7 @@ from autorag.synth.base import (
 from autorag.synth.models import Mode, Passage
 from autorag.text import one_line
 from autorag.wiki import frontmatter
-from autorag.wiki.links import key_of, parse_links
+from autorag.wiki.links import key_of, mask_code, parse_links
 from autorag.wiki.slugs import is_path
 
 MAX_ENTITIES = 8  # per source (the runner keeps at most as many)
@@ -74,6 +74,7 @@ _DATES = _words(
     thursday friday saturday sunday mon tue tues wed thu thurs fri sat q1 q2 q3 q4
     am pm utc gmt"""
 )
+_QUESTION_WORDS = _words("what how why when where who whom which whose can do does is are")
 # Lower-case words that may sit inside a name ("Bank of England", "Centre for Health").
 _CONNECTORS = _words("of for de du des del della van von der den da di le la &")
 _TITLES = _words("dr dr. mr mr. mrs mrs. ms ms. prof prof. sir dame")
@@ -90,6 +91,7 @@ _LIST_MARK = re.compile(r"^\s*(?:[-*+•]|\d{1,3}[.)])\s+")
 _NUMBERING = re.compile(r"^(?:\d+(?:\.\d+)*[.)]?|[ivxlc]+[.)])\s+", re.IGNORECASE)
 _EMPHASIS = re.compile(r"[*_`]+")
 _TOKEN = re.compile(r"[^\W_][\w'’.&-]*|&")
+_POSSESSIVE = re.compile(r"['’]s$")
 _SPACES = re.compile(r"\s+")
 _SLUG_JUNK = re.compile(r"[^a-z0-9]+")
 
@@ -155,9 +157,9 @@ def sentences(source: SourceText) -> list[Sentence]:
 
 def _blocks(text: str) -> Iterator[tuple[str, bool]]:
     """``(sentence, is_heading)`` of a passage: headings, then paragraphs and list items
-    split into sentences."""
+    split into sentences; fenced code is not prose and is left out."""
     paragraph: list[str] = []
-    for line in text.split("\n"):
+    for line in mask_code(text, spans=False).split("\n"):
         heading = _HEADING.match(line)
         if heading or not line.strip() or _LIST_MARK.match(line):
             yield from ((s, False) for s in _split(paragraph))
@@ -225,22 +227,26 @@ def extract_entities(source: SourceText) -> tuple[Entity, ...]:
     naming it as claims (an entity no sentence names is left out)."""
     text_sentences = sentences(source)
     found: dict[str, _Found] = {}
+    spotted: list[tuple[int, str, bool]] = []  # (sentence, phrase, opens the sentence)
     for position, sentence in enumerate(text_sentences):
         if sentence.is_heading:
             _heading_entity(found, sentence.text, position)
-            continue
-        for phrase, initial in capitalised_phrases(sentence.text):
-            entry = found.setdefault(_entity_key(phrase), _Found(phrase, first=position))
-            entry.mentions += 1
-            entry.forms[phrase] = entry.forms.get(phrase, 0) + 1
-            entry.confirmed |= not initial or len(phrase.split()) > 1
+        else:
+            spotted += [(position, p, i) for p, i in capitalised_phrases(sentence.text)]
+    named = {_entity_key(p) for _, p, initial in spotted if not initial}
+    for position, phrase, initial in spotted:
+        rest = phrase.split(" ", 1)[1] if initial and " " in phrase else ""
+        if rest and _entity_key(rest) in named:  # "Later Acme Corp": the name is "Acme Corp"
+            phrase, initial = rest, False
+        entry = found.setdefault(_entity_key(phrase), _Found(phrase, first=position))
+        entry.mentions += 1
+        entry.forms[phrase] = entry.forms.get(phrase, 0) + 1
+        entry.confirmed |= not initial or len(phrase.split()) > 1
     for entry in found.values():
-        if (
-            entry.heading and not entry.forms
-        ):  # a heading's topic is named in lower case too ("refunds")
-            named = _naming(entry.name)
+        if entry.heading and not entry.forms:  # a topic is named in lower case too
+            naming = _naming(entry.name)
             entry.mentions += sum(
-                1 for s in text_sentences if not s.is_heading and named.search(s.text)
+                1 for s in text_sentences if not s.is_heading and naming.search(s.text)
             )
     kept = [e for e in found.values() if e.heading or (e.confirmed and e.mentions >= 2)]
     kept.sort(key=lambda e: (-e.mentions, e.first))
@@ -269,7 +275,9 @@ def _entity_key(phrase: str) -> str:
 def _heading_entity(found: dict[str, _Found], heading: str, position: int) -> None:
     words = heading.split()
     if not words or len(words) > MAX_HEADING_WORDS or heading.endswith("?"):
-        return  # a question or a sentence set as a heading is not a name
+        return  # a sentence set as a heading is not a name
+    if words[0].lower() in _QUESTION_WORDS:
+        return  # "What is covered", "How to make a claim": a section, not a subject
     if all(_is_filler(w) for w in words):
         return  # "Introduction", "Summary", "March 2024"
     entry = found.setdefault(_entity_key(heading), _Found(heading, first=position))
@@ -286,7 +294,7 @@ def capitalised_phrases(sentence: str) -> list[tuple[str, bool]]:
     initial = False
     previous_end = -1
     for match in _TOKEN.finditer(sentence):
-        word = _strip_dot(match.group(0))
+        word = _POSSESSIVE.sub("", _strip_dot(match.group(0)))
         joined = previous_end >= 0 and not sentence[previous_end : match.start()].strip()
         if run and not joined:  # a comma, a bracket, a dash: the phrase ended
             phrases += _phrase(run, initial)
@@ -299,7 +307,7 @@ def capitalised_phrases(sentence: str) -> list[tuple[str, bool]]:
             phrases += _phrase(run, initial)
             run = []
         previous_end = match.end()
-        if run and match.group(0) != word:  # "... in Oslo. Then": the stop ends it
+        if run and match.group(0) != word:  # "in Oslo. Then", "NASA's": the name ends
             phrases += _phrase(run, initial)
             run = []
     if run:
@@ -351,9 +359,9 @@ def _kind(forms: Iterable[str]) -> str:
 def _claims(
     name: str, text_sentences: Sequence[Sentence], *, heading: str | None
 ) -> tuple[Claim, ...]:
-    """The sentences naming ``name`` (whole words, any case); for a heading no sentence
-    names, the first sentences of its section."""
-    pattern = _naming(name)
+    """The sentences naming ``name`` (whole words; any case for a heading's topic, as
+    written for a name); for a heading no sentence names, its section's first sentences."""
+    pattern = _naming(name, any_case=heading is not None)
     chosen = [
         s for s in text_sentences
         if not s.is_heading and pattern.search(s.text) and _is_claim(s.text)
@@ -366,12 +374,13 @@ def _claims(
     return tuple(Claim(s.text, (s.passage,)) for s in chosen[:MAX_CLAIMS])
 
 
-def _naming(name: str) -> re.Pattern[str]:
-    """Where a sentence names ``name`` (whole words, any case, with or without a title)."""
+def _naming(name: str, *, any_case: bool = True) -> re.Pattern[str]:
+    """Where a sentence names ``name`` (whole words, with or without a title)."""
     words = name.split()
     if len(words) > 1 and words[0].lower() in _TITLES:
         name = " ".join(words[1:])
-    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", re.IGNORECASE)
+    flags = re.IGNORECASE if any_case else 0
+    return re.compile(r"(?<!\w)" + re.escape(name) + r"(?!\w)", flags)
 
 
 def _is_claim(text: str) -> bool:
@@ -531,7 +540,8 @@ def entity_slug(name: str) -> str:
     return f"entity-{digest}"
 
 
-_CITE = re.compile(r"(?<![\[\\])\[(\^?\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?![(\[:])")
+# "[1]", "[1, 2]", "[^1]"; not "[[1]]" (a link), "[1](url)" or "[1]: ..." (a definition).
+_CITE = re.compile(r"(?<![\[\\])\[(\^?\d{1,4}(?:\s*[,;]\s*\d{1,4})*)\](?![(:\]])")
 _FOOTNOTE_LABEL = re.compile(r"\[\^([^\]\s]{1,40})\]")
 _SOURCES_LINE = re.compile(r"^ {0,3}##\s+sources\s*#*\s*$", re.IGNORECASE)
 _SECTION_END = re.compile(r"^ {0,3}#{1,2}\s|^\[\^[^\]]+\]:")
