@@ -29,6 +29,7 @@ from autorag.ocr.store import OCR_JOB
 from autorag.ops.workspaces import workspace_by_id
 from autorag.store.catalog import queue
 from autorag.store.vectors import VectorRecord, VectorStore
+from autorag.synth.service import SYNTH_JOB, SynthService
 
 log = logging.getLogger(__name__)
 
@@ -173,6 +174,7 @@ class WorkerPool:
             REEMBED_JOB: self._reembed,
             OCR_JOB: self._ocr,
             ATTACHMENT_JOB: self._read_attachment,
+            SYNTH_JOB: self._synthesise,
         }
 
     # -- lifecycle --------------------------------------------------------------------
@@ -343,6 +345,17 @@ class WorkerPool:
         if info is not None and info.status == "failed":
             return f"{info.error_code}: {info.error}"
         return None
+
+    def _synthesise(self, job: queue.Job) -> str | None:
+        # No workspace lock: a run reads the text it stored when it started, and writes
+        # only its own rows (pages are written when a person approves).
+        scoped = self._scope(job.workspace_id)
+        if scoped is None:
+            return None
+        run = SynthService.for_context(scoped.context).execute(int(job.payload.get("runId", 0)))
+        if run.status == "failed":
+            return f"{run.error_code}: {run.error}"
+        return None  # ready, cancelled, or paused until resumed (a job of its own)
 
     def _reembed(self, job: queue.Job) -> str | None:
         scoped = self._scope(job.workspace_id)

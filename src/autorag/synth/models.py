@@ -106,6 +106,7 @@ class SynthRun:
     finished_at: datetime | None = None  # the passes ended (ready, failed, cancelled)
     decided_by: str | None = None
     decided_at: datetime | None = None
+    cancel_requested: bool = False  # a person asked a running run to stop (between steps)
 
 
 @with_config(CAMEL_CASE)

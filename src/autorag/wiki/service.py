@@ -217,9 +217,12 @@ class WikiService:
         base_version: int | None,
         by: str,
         template: str | None = None,
+        note: str = "",
     ) -> Page:
         """Create (``base_version`` None) or update the page at ``path``; ``body`` may open
-        with YAML front matter. A save that changes nothing returns the page as it is."""
+        with YAML front matter. A save that changes nothing returns the page as it is.
+        ``note`` goes with the new version in the page's history (a synthesis run names
+        itself and its sources there)."""
         target = self._archive(archive)
         path = normalise_path(path)
         base = _base(base_version)
@@ -228,13 +231,13 @@ class WikiService:
             if current is not None:
                 raise _page_exists(path)
             content = self._content(path, body, title, template=template, current=None)
-            return self._create(target, path, content, by=by)
+            return self._create(target, path, content, by=by, note=note)
         if current is None:
             raise NotFound(f"no page {path!r} in this archive", code="page_not_found")
         if current.page.version != base:
             raise _stale(path, current.page.version)
         content = self._content(path, body, title, template=None, current=current)
-        return self._update(target, current, content, base=base, by=by, note="")
+        return self._update(target, current, content, base=base, by=by, note=note)
 
     def preview_save(
         self, archive: ArchiveRef, path: str, *, body: str, title: str | None = None
@@ -565,7 +568,9 @@ class WikiService:
                 chosen = _title(_first_heading(body) or _title_from_path(path))
         return _Content(chosen, body, front, parse_links(body))
 
-    def _create(self, archive: Archive, path: str, content: _Content, *, by: str) -> Page:
+    def _create(
+        self, archive: Archive, path: str, content: _Content, *, by: str, note: str = ""
+    ) -> Page:
         now = utcnow()
         values = {
             "path": path,
@@ -587,7 +592,7 @@ class WikiService:
                     page_id, archive.id, path, content.title, content.body,
                     content.front_matter, 1, now, by, now, by,
                 )  # fmt: skip
-                self._record(conn, page, note="")
+                self._record(conn, page, note=note)
                 store.replace_links(conn, archive.id, page_id, content.links)
                 store.reresolve(conn, archive.id, slugs={path}, keys={key_of(content.title)})
         except IntegrityError:
