@@ -1,11 +1,13 @@
 """The five passes of a run, each step's result stored as soon as it is made.
 
 A step is one reader call (a source's extraction or summary, an entity's decision, the
-overview) or one search; after each, its result, the run's progress and the model use it
-cost are written together (``store.save_step``). A run that stops anywhere (a model that
-went away, a cancel, a killed process) therefore starts again at the first step with no
-stored result, and no model call is made twice. Whether the run goes on is read from
-the catalog before every step: a cancel takes effect between steps.
+overview); after each, its result, the run's progress and the model use it cost are
+written together (``store.save_step``). A run that stops anywhere (a model that went
+away, a cancel, a killed process) therefore starts again at the first step with no
+stored result, and no model call is made twice. (The candidate searches, which call no
+model, are written every ``SEARCHES_PER_SAVE``: a resumed run searches the few unsaved
+ones again.) Whether the run goes on is read from the catalog before every step that
+may call a model, and with every write: a cancel takes effect between steps.
 
 The runner only runs passes; the service decides what the run's status becomes when the
 runner returns or raises (``Unavailable`` pauses, other ``AutoragError``s fail).
@@ -97,6 +99,7 @@ class Runner:
         self.on_step = on_step
         self.progress: dict[str, dict[str, Any]] = {}
         self.state: dict[str, Any] = {}
+        self._stop = False  # a person asked the run to stop, as the last write read it
         # What the reader had used when last written to the run (it counts from its start).
         self._calls = reader.calls
         self._usage = reader.usage
@@ -109,6 +112,7 @@ class Runner:
             raise NotFound(f"no synthesis run {self.run_id}", code="run_not_found")
         self.progress = {name: dict(entry) for name, entry in stored.progress.items()}
         self.state = dict(stored.state)
+        self._stop = stored.cancel_requested
         sources = store.load_sources(self.engine, self.run_id)
         try:
             sources = self._extract(sources)
@@ -165,7 +169,7 @@ class Runner:
         for entity in entities:
             if entity.key in found:
                 continue
-            self._check_cancel()
+            self._check_cancel(ask=False)  # no model call: the periodic saves read it
             candidates = self.find_candidates(self.wiki, self.archive, entity.name, entity.claims)
             # Only where a page is and its version: its text is read again at decision
             # time (the page may have changed, and bodies would bloat the run's state).
@@ -245,19 +249,24 @@ class Runner:
         self._end(name)
 
     # -- steps -----------------------------------------------------------------------------
-    def _check_cancel(self) -> None:
-        if store.cancel_requested(self.engine, self.run_id):
+    def _check_cancel(self, *, ask: bool = True) -> None:
+        """Stop here if a person asked: as the last write read it, or (``ask``: before a
+        step that may call a model) as the catalog says now."""
+        if self._stop or (ask and store.cancel_requested(self.engine, self.run_id)):
             raise _Cancelled
 
     def _begin(self, name: PassName, done: int, total: int) -> None:
+        if self._is_done(name) and done == total:
+            return  # a resumed run passing a pass it finished: nothing to write
         self.progress[name] = {"done": done, "total": total, "state": "running"}
-        store.save_step(
-            self.engine, self.run_id, {"current_pass": name, "progress": self._progress_json()}
-        )
+        values = {"current_pass": name, "progress": self._progress_json()}
+        self._stop = store.save_step(self.engine, self.run_id, values)
         self._stepped()
 
     def _end(self, name: PassName, *, done: int | None = None) -> None:
         entry = self.progress[name]
+        if entry.get("state") == "done":
+            return
         entry["state"] = "done"
         if done is not None:
             entry["done"] = done
@@ -285,12 +294,10 @@ class Runner:
         item: dict[str, Any] | None = None,
     ) -> None:
         calls, prompt, completion = self._used()
-        values = {
-            "current_pass": name,
-            "progress": self._progress_json(),
-            "state": store.dumps(self.state),
-        }
-        store.save_step(
+        values = {"current_pass": name, "progress": self._progress_json()}
+        if name == "candidate_search":  # the only pass whose results live in the state
+            values["state"] = store.dumps(self.state)
+        self._stop = store.save_step(
             self.engine, self.run_id, values, source=source, item=item, calls=calls,
             prompt_tokens=prompt, completion_tokens=completion,
         )  # fmt: skip

@@ -184,11 +184,16 @@ class SynthService:
 
     def cancel(self, run_id: int, *, by: str) -> SynthRun:
         """Stop a run: at once when it waits (queued, paused), between two steps when
-        it is running. A run whose passes ended is decided with approve or reject."""
-        run = self.run(run_id)
-        if run.status in ("queued", "paused"):
+        it is running (or at once, when no job runs it any more). A run whose passes
+        ended is decided with approve or reject."""
+        stored = self._stored(run_id)
+        run = stored.run
+        waiting: tuple[str, ...] = ("queued", "paused")
+        if run.status == "running" and not self._job_alive(stored.job_id):
+            waiting = ("running",)
+        if run.status in waiting:
             values = {"status": "cancelled", "finished_at": utcnow(), "cancel_requested": True}
-            if store.update_run(self.engine, run_id, values, from_statuses=("queued", "paused")):
+            if store.update_run(self.engine, run_id, values, from_statuses=waiting):
                 log.info("synthesis run %d cancelled by %s", run_id, by or "-")
                 return self.run(run_id)
             run = self.run(run_id)
@@ -259,7 +264,7 @@ class SynthService:
         archive = self.wiki.archive(run.archive_id)
         items = self._chosen(run_id, only)
         versions = self._versions(archive)
-        note = _Note(run.id, self._source_ids(run_id))
+        note = _Note(run.id, store.source_ids(self.engine, run_id))
         applied: list[int] = []
         conflicts: list[int] = []
         untouched: list[int] = []
@@ -438,9 +443,6 @@ class SynthService:
         if status in ("applied", "partially_applied"):
             store.mark_done(self.engine, run.archive_id, run.id)
         return self.run(run.id)
-
-    def _source_ids(self, run_id: int) -> list[str]:
-        return [s.source_id for s in store.load_sources(self.engine, run_id)]
 
     # -- internals: pages ----------------------------------------------------------------
     def _versions(self, archive: Archive) -> dict[str, int]:

@@ -474,6 +474,13 @@ def load_sources(engine: Engine, run_id: int) -> list[StoredSource]:
         ]
 
 
+def source_ids(engine: Engine, run_id: int) -> list[str]:
+    """The canonical ids of the documents the run reads, in order."""
+    query = select(S.source_id).where(S.run_id == run_id).order_by(S.position)
+    with engine.connect() as conn:
+        return list(conn.execute(query).scalars())
+
+
 def save_step(
     engine: Engine,
     run_id: int,
@@ -484,9 +491,11 @@ def save_step(
     calls: int = 0,
     prompt_tokens: int = 0,
     completion_tokens: int = 0,
-) -> None:
+) -> bool:
     """One step's result (a source's extraction or summary, or a proposed item), the
-    run's progress and state, and the model use it cost, in one transaction."""
+    run's progress and state, and the model use it cost, in one transaction. Returns
+    whether a person asked the run to stop (read in the same statement: no query of
+    its own between steps)."""
     with engine.begin() as conn:
         if source is not None:
             position, values = source
@@ -495,7 +504,7 @@ def save_step(
             )
         if item is not None:
             conn.execute(insert(I).values(**item, run_id=run_id))
-        conn.execute(
+        stop = conn.execute(
             update(R)
             .where(R.id == run_id)
             .values(
@@ -505,7 +514,9 @@ def save_step(
                 completion_tokens=R.completion_tokens + completion_tokens,
                 updated_at=utcnow(),
             )
-        )
+            .returning(R.cancel_requested)
+        ).scalar()
+    return bool(stop)
 
 
 # -- items -----------------------------------------------------------------------------
