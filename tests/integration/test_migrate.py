@@ -43,6 +43,8 @@ def test_the_copy_has_every_row_and_finds_what_the_original_finds(
         source.close()
     assert report.ok, report
     assert {t.table: t.target for t in report.tables}["documents"] == 8
+    # Every feature's tables are copied (and checked), the archives' and synthesis' too.
+    assert {"archive_pages", "synth_runs", "synth_done"} <= {t.table for t in report.tables}
     assert report.embedded_chunks > 0 and len(report.samples) == 8
     assert "***" in report.target or "@" not in report.target
     copy = open_context(indexed, database_url=url, vector_store="pgvector")

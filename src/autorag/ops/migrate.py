@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, func, select, text
+from sqlalchemy import Connection, Engine, Table, func, inspect, select, text
 from sqlalchemy.engine import make_url
 
 from autorag.context import AppContext, open_context
@@ -24,6 +24,12 @@ from autorag.ops.workspaces import list_workspaces
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.store.catalog.db import create_catalog_engine, migrate
 from autorag.store.catalog.models import Base, ChunkRow, DocumentRow
+
+# Features keep their rows in their own store modules; importing them here puts their
+# tables in ``Base.metadata``, which is what the copy walks (and ``_unknown_tables``
+# refuses a copy that would still leave one out).
+from autorag.synth import store as _synth_store  # noqa: F401
+from autorag.wiki import store as _wiki_store  # noqa: F401
 
 BATCH_ROWS = 1000
 SAMPLE_WORDS = 12
@@ -91,6 +97,7 @@ def migrate_to(
     try:
         migrate(engine)
         _require_empty(engine)
+        _require_known_tables(engine)
         _copy_catalog(source.catalog.engine, engine, progress)
     finally:
         engine.dispose()
@@ -120,6 +127,24 @@ def _require_empty(engine: Engine) -> None:
         raise Conflict(
             f"the target database already holds {documents} documents: migrate into an "
             "empty database"
+        )
+
+
+# Tables the migrations keep for themselves: the schema's version, and PostgreSQL's
+# full-text configuration (set on the target by its own store, never copied).
+_MIGRATIONS_OWN = {"alembic_version", "fulltext_settings"}
+
+
+def _require_known_tables(engine: Engine) -> None:
+    """Fail closed: a table the migrations made that this process has no rows for
+    would silently stay empty in the copy."""
+    known = {table.name for table in Base.metadata.sorted_tables} | _MIGRATIONS_OWN
+    unknown = sorted(set(inspect(engine).get_table_names()) - known)
+    if unknown:
+        raise Conflict(
+            "migrate does not know how to copy the tables "
+            f"{', '.join(unknown)}; nothing was copied (a build error: report it)",
+            code="unknown_tables",
         )
 
 
