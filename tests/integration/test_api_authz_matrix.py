@@ -31,6 +31,9 @@ issue, never from the production permission code:
   write them; a member writes an archive's pages only when it names them among its
   writers (none of these archives does: 403, after a missing archive's 404); deleting
   one destroys data; templates are added and removed by admins.
+* synthesis (runs proposing archive pages from the documents): managers and admins
+  only (``archive:write``), reading runs included; a run of the other workspace, asked
+  for under this workspace's archive, is missing (404).
 
 Destructive cells act on fresh objects (a document, a user, a key made for the cell)
 when they may succeed, and on the fixtures when they must be refused, which then must
@@ -63,6 +66,7 @@ from autorag.p2p.registry import PeerRegistry
 from autorag.store.catalog.db import create_catalog_engine
 from autorag.store.catalog.models import JobRow, OcrJobRow
 from autorag.store.catalog.repository import Catalog
+from autorag.synth.store import SynthRunRow
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ApiServer, LaunchApi
@@ -173,6 +177,9 @@ class World:
     # Each workspace's fixture document when its kept archive was made (made again with
     # the workspace).
     kept_archive: dict[str, int] = field(default_factory=dict)
+    # Each workspace's synthesis run waiting for review that refused cells aim at: the
+    # fixture document it reads, and the run (made again with the workspace).
+    kept_run: dict[str, tuple[int, int]] = field(default_factory=dict)
     _counter: Iterator[int] = field(default_factory=itertools.count)
 
     @property
@@ -1761,10 +1768,164 @@ def _doomed_template_check(cell: Cell, response: httpx.Response) -> None:
         assert response.request.url.path.rsplit("/", 1)[1] not in names
 
 
+# -- synthesis: runs proposing archive pages from the documents --------------------------
+def _synth_archive(workspace: str) -> str:
+    """The archive runs write into: not the kept one, whose pages and links cells check."""
+    return f"synth-{workspace}"
+
+
+def _runs_url(workspace: str, rest: str = "") -> str:
+    return f"{_archives_url(workspace)}/{_synth_archive(workspace)}/synthesis{rest}"
+
+
+def _run_now(world: World, workspace: str, run_id: int) -> dict[str, Any]:
+    response = world.call("GET", _runs_url(workspace, f"/{run_id}"), world.admin)
+    assert response.status_code == 200, response.text
+    run: dict[str, Any] = response.json()
+    return run
+
+
+def _stopped_run(world: World, workspace: str, run_id: int) -> dict[str, Any]:
+    """The run once its passes stopped (the server's worker runs them), polled."""
+    deadline = time.monotonic() + JOB_WAIT_S
+    while True:
+        run = _run_now(world, workspace, run_id)
+        if run["status"] not in ("queued", "running") or time.monotonic() > deadline:
+            return run
+        time.sleep(0.05)
+
+
+def _ready_run(world: World, workspace: str) -> int:
+    """A new run over the workspace's fixture document, waiting for review."""
+    made = world.call(
+        "POST", _archives_url(workspace), world.admin, json={"name": _synth_archive(workspace)}
+    )
+    assert made.status_code in (201, 409), made.text
+    body = {"documentIds": [world.docs[workspace]], "force": True}
+    started = world.call("POST", _runs_url(workspace), world.admin, json=body)
+    assert started.status_code == 202, started.text
+    run = _stopped_run(world, workspace, started.json()["id"])
+    assert run["status"] == "ready", run
+    run_id: int = run["id"]
+    return run_id
+
+
+def _kept_run(world: World, workspace: str) -> int:
+    """The workspace's run refused cells aim at (made again with the workspace)."""
+    document_id = world.docs[workspace]
+    if world.kept_run.get(workspace, (None, 0))[0] != document_id:
+        world.kept_run[workspace] = (document_id, _ready_run(world, workspace))
+    return world.kept_run[workspace][1]
+
+
+def _synth(cell: Cell) -> Params:
+    """``own``: this workspace's synthesis archive; ``guessed``: the other workspace's."""
+    for workspace in (A, B):
+        _kept_run(cell.world, workspace)
+    return {"name": _synth_archive(cell.target_workspace)}, {}
+
+
+def _new_run(cell: Cell) -> Params:
+    params, _ = _synth(cell)
+    assert cell.workspace is not None
+    body = {"documentIds": [cell.world.docs[cell.workspace]], "force": True}
+    return params, {"json": body}
+
+
+def _new_run_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    run = response.json()
+    assert (run["status"], run["archive"], run["sources"]) == (
+        "queued",
+        _synth_archive(cell.workspace),
+        1,
+    )
+    assert _stopped_run(cell.world, cell.workspace, run["id"])["status"] == "ready"
+
+
+def _runs_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    ids = {run["id"] for run in response.json()["runs"]}
+    assert _kept_run(cell.world, cell.workspace) in ids
+    assert _kept_run(cell.world, OTHER[cell.workspace]) not in ids
+
+
+def _kept_synth_run(cell: Cell) -> Params:
+    """``own``: this workspace's kept run; ``guessed``: the other workspace's, asked for
+    under this workspace's archive."""
+    for workspace in (A, B):
+        _kept_run(cell.world, workspace)
+    assert cell.workspace is not None
+    run_id = _kept_run(cell.world, cell.target_workspace)
+    return {"name": _synth_archive(cell.workspace), "run": run_id}, {}
+
+
+def _run_check(cell: Cell, response: httpx.Response) -> None:
+    run = response.json()
+    assert (run["id"], run["status"]) == (_kept_run(cell.world, cell.target_workspace), "ready")
+    assert [p["state"] for p in run["passes"]] == ["done"] * 5
+
+
+def _run_items_check(cell: Cell, response: httpx.Response) -> None:
+    preview = response.json()
+    assert preview["run"]["id"] == _kept_run(cell.world, cell.target_workspace)
+    assert preview["items"] and {item["status"] for item in preview["items"]} == {"pending"}
+
+
+def _doomed_run(cell: Cell) -> Params:
+    """A fresh run waiting for review for one who may decide it; the kept ones otherwise."""
+    if not cell.succeeds:
+        return _kept_synth_run(cell)
+    assert cell.workspace is not None
+    run_id = _ready_run(cell.world, cell.workspace)
+    return {"name": _synth_archive(cell.workspace), "run": run_id}, {}
+
+
+def _paused_run(cell: Cell) -> Params:
+    """A fresh run paused, as when its model stops answering, for one who may cancel or
+    resume it; the kept ones otherwise."""
+    params, kwargs = _doomed_run(cell)
+    if cell.succeeds:
+        paused = {
+            "status": "paused",
+            "error": "held by the matrix",
+            "error_code": "model_unavailable",
+        }
+        with cell.world.catalog() as catalog, catalog.engine.begin() as conn:
+            conn.execute(update(SynthRunRow).where(SynthRunRow.id == params["run"]).values(paused))
+    return params, kwargs
+
+
+def _kept_runs_wait(cell: Cell, response: httpx.Response) -> None:
+    """Refused or not, the kept runs still wait for review, undecided."""
+    for workspace in (A, B):
+        run = _run_now(cell.world, workspace, _kept_run(cell.world, workspace))
+        assert (run["status"], run["pending"]) == ("ready", run["items"]), run
+
+
+def _decided(status: str) -> Callable[[Cell, httpx.Response], None]:
+    def check(cell: Cell, response: httpx.Response) -> None:
+        assert response.json()["run"]["status"] == status
+
+    return check
+
+
+def _cancelled_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["status"] == "cancelled"
+
+
+def _resumed_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.workspace is not None
+    run = response.json()
+    assert run["status"] in ("queued", "running", "ready") and run["error"] is None, run
+    assert _stopped_run(cell.world, cell.workspace, run["id"])["status"] == "ready"
+
+
 WS = "/api/workspaces/{workspace}"
 OCR = WS + "/ocr"
 ARC = WS + "/archives"
 PAGE = ARC + "/{name}/pages/{path:path}"
+SYNTH = ARC + "/{name}/synthesis"
 ENDPOINTS = [
     # Public: documentation, probes, first-run setup and login.
     Endpoint("GET", "/openapi.json", PUBLIC, 200),
@@ -2627,6 +2788,91 @@ ENDPOINTS = [
         workspace="path",
         send=_doomed_template,
         after=_doomed_template_check,
+    ),
+    # Synthesis: runs proposing archive pages, managers' and admins'.
+    Endpoint(
+        "GET",
+        SYNTH,
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_synth,
+        check=_runs_check,
+    ),
+    Endpoint(
+        "POST",
+        SYNTH,
+        ARCHIVE_WRITE,
+        202,
+        workspace="path",
+        takes_id=True,
+        send=_new_run,
+        check=_new_run_check,
+    ),
+    Endpoint(
+        "GET",
+        SYNTH + "/{run}",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_kept_synth_run,
+        check=_run_check,
+    ),
+    Endpoint(
+        "GET",
+        SYNTH + "/{run}/items",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_kept_synth_run,
+        check=_run_items_check,
+    ),
+    Endpoint(
+        "POST",
+        SYNTH + "/{run}/approve",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_doomed_run,
+        check=_decided("applied"),
+        after=_kept_runs_wait,
+    ),
+    Endpoint(
+        "POST",
+        SYNTH + "/{run}/reject",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_doomed_run,
+        check=_decided("rejected"),
+        after=_kept_runs_wait,
+    ),
+    Endpoint(
+        "POST",
+        SYNTH + "/{run}/cancel",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_paused_run,
+        check=_cancelled_check,
+        after=_kept_runs_wait,
+    ),
+    Endpoint(
+        "POST",
+        SYNTH + "/{run}/resume",
+        ARCHIVE_WRITE,
+        200,
+        workspace="path",
+        takes_id=True,
+        send=_paused_run,
+        check=_resumed_check,
+        after=_kept_runs_wait,
     ),
 ]
 

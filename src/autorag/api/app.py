@@ -28,6 +28,7 @@ from autorag.api.routes import (
     p2p,
     policy,
     search,
+    synthesis,
     web,
     workspaces,
 )
@@ -83,6 +84,7 @@ def create_app(workspace: Workspace, *, warm: bool = False, **overrides: Any) ->
     app.include_router(openai_compat.router)
     app.include_router(p2p.router)
     app.include_router(archives.router)
+    app.include_router(synthesis.router)
     app.include_router(web.router)  # the web UI: / and /ui/{asset}; /docs and /redoc
     return app
 

@@ -150,6 +150,11 @@ COMMANDS: dict[str, Entry] = {
         "Archives: the workspace's markdown wikis, with links between pages, backlinks and"
         " history.",
     ),
+    "synth": Entry(
+        "synth",
+        "app",
+        "Synthesis: the agent proposes archive pages from the documents; a person approves.",
+    ),
     "p2p": Entry("p2p", "app", "Peer-to-peer queries over SimpleX."),
     "ocr": Entry(
         "ocr",
