@@ -16,13 +16,13 @@ from autorag.synth.base import (
     OverviewInput,
     Proposal,
     SourceText,
+    entity_slug,
 )
 from autorag.synth.models import Passage
 from autorag.synth.rules import (
     MAX_ENTITIES,
     RuleReader,
     capitalised_phrases,
-    entity_slug,
     render_citations,
 )
 from autorag.wiki import frontmatter

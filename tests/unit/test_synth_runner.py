@@ -5,14 +5,13 @@ surviving its JSON round trip."""
 from __future__ import annotations
 
 from autorag.synth import store
-from autorag.synth.base import Candidate, Claim, Entity, Extraction, Proposal
+from autorag.synth.base import Candidate, Claim, Entity, Extraction, Proposal, proposal_path
 from autorag.synth.models import Passage, Selection
 from autorag.synth.runner import (
     MAX_ENTITIES_PER_SOURCE,
     evidence_of,
     kept,
     merge_entities,
-    page_path,
 )
 from autorag.synth.store import StoredSource
 
@@ -54,10 +53,12 @@ def test_a_source_keeps_at_most_eight_named_entities_marked_as_its_own() -> None
 
 
 def test_a_proposed_path_is_normalised_or_replaced_by_the_entity_slug() -> None:
-    assert page_path(" People/Jane Roe.md ", "Jane Roe") == "people/jane-roe"
-    assert page_path("../etc/passwd", "Jane Roe") == "jane-roe"
-    assert page_path("", "Dr. Jane Roe!") == "dr-jane-roe"
-    assert page_path("", "!!!") == "entity"
+    assert proposal_path(" People/Jane Roe.md ", "Jane Roe") == "people/jane-roe"
+    assert proposal_path("../etc/passwd", "Jane Roe") == "jane-roe"
+    assert proposal_path("", "Dr. Jane Roe!") == "dr-jane-roe"
+    assert proposal_path("", "!!!").startswith("entity-")
+    # Only the last pass writes the overview: an entity's proposal never takes its path.
+    assert proposal_path("overview", "Overview") == proposal_path("", "Overview") != "overview"
 
 
 def test_what_the_passes_store_survives_json() -> None:

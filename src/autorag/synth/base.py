@@ -9,11 +9,19 @@ on the runner's side), since it is stored between passes.
 
 from __future__ import annotations
 
+import hashlib
+import re
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from autorag.llm.base import Usage
 from autorag.synth.models import Mode, Passage
+from autorag.wiki.slugs import is_path
+
+OVERVIEW_PATH = "overview"  # the archive's overview page (the last pass writes it)
+OVERVIEW_TITLE = "Overview"
+_SLUG_JUNK = re.compile(r"[^a-z0-9]+")
 
 
 @dataclass(frozen=True)
@@ -128,3 +136,23 @@ class Reader(Protocol):
 
     @property
     def calls(self) -> int: ...
+
+
+# -- page paths (one rule for both readers and the runner) --------------------------------
+def entity_slug(name: str) -> str:
+    """A page path for an entity: ``"Dr. Jane Roe"`` → ``dr-jane-roe``; a name with no
+    letter or digit a path can hold (a name in Hangul, say) → ``entity-<hash>``."""
+    folded = unicodedata.normalize("NFKD", name)
+    plain = "".join(c for c in folded if not unicodedata.combining(c)).lower()
+    slug = _SLUG_JUNK.sub("-", plain).strip("-")[:80].strip("-")
+    if slug and slug != OVERVIEW_PATH:
+        return slug
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
+    return f"entity-{digest}"
+
+
+def proposal_path(raw: str, name: str) -> str:
+    """A proposed page path in its normal form; not a valid one (or the overview's, which
+    only the last pass writes) → the entity's own slug."""
+    path = is_path(raw) if raw.strip() else None
+    return path if path and path != OVERVIEW_PATH else entity_slug(name)

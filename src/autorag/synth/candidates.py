@@ -11,8 +11,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from autorag.errors import InvalidInput, NotFound
-from autorag.synth.base import Candidate
-from autorag.synth.rules import OVERVIEW_PATH
+from autorag.synth.base import OVERVIEW_PATH, Candidate
 from autorag.text.keywords import keywords
 from autorag.wiki.models import Page
 from autorag.wiki.service import ArchiveRef, WikiService

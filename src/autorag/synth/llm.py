@@ -32,11 +32,11 @@ from autorag.synth.base import (
     OverviewInput,
     Proposal,
     SourceText,
+    entity_slug,
+    proposal_path,
 )
 from autorag.synth.models import Mode, Passage
 from autorag.synth.rules import (
-    OVERVIEW_PATH,
-    entity_slug,
     first_sentences,
     overview_by_rules,
     render_citations,
@@ -344,7 +344,7 @@ def _proposal(reply: _DecisionIn, evidence: EntityEvidence, numbered: list[Passa
     reason = one_line(reply.reason, MAX_REASON_CHARS) or f"the model chose {reply.verdict}"
     if reply.verdict == "skip":
         page = _candidate(reply, evidence.candidates)
-        path = page.path if page is not None else _path(reply.path, evidence.name)
+        path = page.path if page is not None else proposal_path(reply.path, evidence.name)
         cited = tuple(numbered[n - 1] for n in listed)
         return Proposal("skip", reason, path, _title(reply.title or evidence.name), "", cited)
     if reply.verdict == "contradiction":
@@ -357,7 +357,7 @@ def _proposal(reply: _DecisionIn, evidence: EntityEvidence, numbered: list[Passa
         return Proposal(
             "create",
             reason,
-            _path(reply.path, evidence.name),
+            proposal_path(reply.path, evidence.name),
             _title(reply.title or evidence.name),
             frontmatter.compose({"synthesis": "llm"}, text),
             cited,
@@ -438,13 +438,6 @@ def _not_a_candidate(path: str, candidates: Sequence[Candidate]) -> str:
         return 'there is no existing page to update: "update" is not possible, use "create"'
     shown = ", ".join(repr(c.path) for c in candidates)
     return f'"path" {one_line(path, 80)!r} is not one of the existing pages ({shown})'
-
-
-def _path(raw: str, name: str) -> str:
-    """The model's path in its normal form; not a valid one (or the overview's) → the
-    entity's own slug."""
-    path = is_path(raw) if raw.strip() else None
-    return path if path and path != OVERVIEW_PATH else entity_slug(name)
 
 
 def _title(raw: str) -> str:

@@ -14,14 +14,13 @@ name each passage's document, and lists the cited documents under "## Sources".
 
 from __future__ import annotations
 
-import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from autorag.llm.base import Usage
 from autorag.synth.base import (
+    OVERVIEW_PATH,
     Candidate,
     Claim,
     Entity,
@@ -30,6 +29,7 @@ from autorag.synth.base import (
     OverviewInput,
     Proposal,
     SourceText,
+    entity_slug,
 )
 from autorag.synth.models import Mode, Passage
 from autorag.text import one_line
@@ -46,7 +46,6 @@ SUMMARY_SENTENCES = 3
 SUMMARY_CHARS = 600
 EXTRACTIVE_MODEL = "extractive/extractive"
 SOURCES_HEADING = "## Sources"
-OVERVIEW_PATH = "overview"  # the archive's overview page (the last pass writes it)
 
 # -- words that are never (the edge of) an entity ------------------------------------------
 
@@ -93,7 +92,6 @@ _EMPHASIS = re.compile(r"[*_`]+")
 _TOKEN = re.compile(r"[^\W_][\w'’.&-]*|&")
 _POSSESSIVE = re.compile(r"['’]s$")
 _SPACES = re.compile(r"\s+")
-_SLUG_JUNK = re.compile(r"[^a-z0-9]+")
 
 
 # -- the reader ---------------------------------------------------------------------------
@@ -526,18 +524,6 @@ def _by_title(page: tuple[str, str]) -> tuple[str, str]:
 
 
 # -- slugs and citations (shared with the model reader) -----------------------------------
-
-
-def entity_slug(name: str) -> str:
-    """A page path for an entity: ``"Dr. Jane Roe"`` → ``dr-jane-roe``; a name with no
-    letter or digit a path can hold (a name in Hangul, say) → ``entity-<hash>``."""
-    folded = unicodedata.normalize("NFKD", name)
-    plain = "".join(c for c in folded if not unicodedata.combining(c)).lower()
-    slug = _SLUG_JUNK.sub("-", plain).strip("-")[:80].strip("-")
-    if slug and slug != OVERVIEW_PATH:
-        return slug
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:10]
-    return f"entity-{digest}"
 
 
 # "[1]", "[1, 2]", "[^1]"; not "[[1]]" (a link), "[1](url)" or "[1]: ..." (a definition).

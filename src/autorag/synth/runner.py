@@ -16,7 +16,6 @@ runner returns or raises (``Unavailable`` pauses, other ``AutoragError``s fail).
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
@@ -26,6 +25,8 @@ from sqlalchemy import Engine
 from autorag.errors import InvalidInput, NotFound
 from autorag.synth import store
 from autorag.synth.base import (
+    OVERVIEW_PATH,
+    OVERVIEW_TITLE,
     Candidate,
     Entity,
     EntityEvidence,
@@ -35,6 +36,7 @@ from autorag.synth.base import (
     Reader,
     SourceText,
     Verdict,
+    proposal_path,
 )
 from autorag.synth.models import PASSES, Passage, PassName
 from autorag.synth.store import StoredSource
@@ -42,17 +44,13 @@ from autorag.wiki import frontmatter
 from autorag.wiki.links import key_of
 from autorag.wiki.models import Archive, Page
 from autorag.wiki.service import WikiService
-from autorag.wiki.slugs import normalise_path
 
 log = logging.getLogger(__name__)
 
 MAX_ENTITIES_PER_SOURCE = 8
-OVERVIEW_PATH = "overview"
-OVERVIEW_TITLE = "Overview"
 # candidate_search makes no model call: its state is written every so many entities
 # rather than after each (a resumed run searches the unsaved few again).
 SEARCHES_PER_SAVE = 25
-_NOT_SLUG = re.compile(r"[^a-z0-9]+")
 
 FindCandidates = Callable[[WikiService, Archive, str, Sequence[str]], tuple[Candidate, ...]]
 Outcome = Literal["ready", "cancelled"]
@@ -368,7 +366,7 @@ class Runner:
         """The proposal as an item row: its path normalised, and the version of the page
         it was made against (a person's save after it is a conflict on approval)."""
         action: str = proposal.verdict
-        path = page_path(proposal.path, entity.name)
+        path = proposal_path(proposal.path, entity.name)
         versions = {c.path: c.version for c in candidates}
         base = versions.get(path)
         if action in ("update", "contradiction") and base is None:
@@ -445,13 +443,3 @@ def evidence_of(
         tuple(s.summary or "" for s in chosen),
         candidates,
     )
-
-
-def page_path(proposed: str, entity: str) -> str:
-    """A proposed path in the wiki's normal form; an invalid one: the entity's slug."""
-    for raw in (proposed, entity, _NOT_SLUG.sub("-", entity.lower()).strip("-")):
-        try:
-            return normalise_path(raw)
-        except InvalidInput:
-            continue
-    return "entity"
