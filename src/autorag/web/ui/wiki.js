@@ -84,6 +84,8 @@ class WikiView {
           if (viewName === "new") content = await this.newPage(ctx, query);
           else if (viewName === "graph") content = await this.graphPage(ctx, null);
           else if (viewName === "search") content = await this.searchPage(ctx, query.get("q") || "");
+          else if (viewName === "reviews") content = await (await synth()).reviewsPage(this, ctx);
+          else if (viewName === "review") content = await (await synth()).runPage(this, ctx, query.get("run") || "", seq);
           else content = await this.archiveHome(ctx);
         } else if (viewName === "edit") content = await this.editPage(ctx, path);
         else if (viewName === "history") content = await this.historyPage(ctx, path);
@@ -191,6 +193,14 @@ class WikiView {
         h("summary", {}, `Pages (${ctx.pages.length})`),
         this.tree(ctx, currentPath)));
     return h("div", { class: "wiki-layout" }, aside, h("div", { class: "wiki-main" }, main));
+  }
+
+  // The side panel's pages again, after pages were saved from elsewhere (a synthesis approval).
+  repaintTree(ctx) {
+    const box = this.host.querySelector(".wiki-tree-box");
+    if (!box) return;
+    box.querySelector("summary").textContent = `Pages (${ctx.pages.length})`;
+    box.replaceChildren(box.querySelector("summary"), this.tree(ctx, null));
   }
 
   tree(ctx, currentPath) {
@@ -313,6 +323,9 @@ class WikiView {
   }
 
   async archiveHome(ctx) {
+    // Synthesis: its action and the runs waiting for review (for those who may start them).
+    const synthesis = app.can("archive:write") ? await synth() : null;
+    const reviews = synthesis ? await synthesis.reviewsCard(ctx) : null;
     const recent = [...ctx.pages].sort((a, b) => String(b.updatedAt).localeCompare(String(a.updatedAt))).slice(0, 8);
     const index = h("div", { class: "wiki-body" });
     if (ctx.pages.length) {
@@ -326,8 +339,10 @@ class WikiView {
     const main = h("div", { class: "stack" },
       this.crumbs(ctx, null, null),
       h("div", { class: "page-head" }, h("h1", {}, a.title || a.name), h("span", { class: "spacer" }),
+        synthesis ? synthesis.startButton(ctx) : null,
         app.can("archive:write") ? h("button", { class: "btn small", type: "button", on: { click: () => this.archiveSettings(ctx) } }, icon("settings", "sm"), "Settings") : null,
         a.description ? h("p", { class: "sub" }, a.description) : null),
+      reviews,
       ctx.pages.length
         ? [h("section", { class: "card", "aria-labelledby": "recent-title" }, h("header", {}, h("h2", { id: "recent-title" }, "Recently edited")),
           h("ul", { class: "plain-list" }, recent.map((p) => h("li", {}, h("a", { href: wikiHash(ctx.name, p.path) }, p.title), " ",
@@ -591,6 +606,9 @@ class WikiView {
     return { el: this.layout(ctx, main), title: `Search ${ctx.archive.title || ctx.name}` };
   }
 }
+
+// Synthesis's pages and actions (synth.js), loaded when first needed.
+const synth = () => import("./synth.js");
 
 // The sentence around a link, the link's own words marked.
 function contextWithLink(link) {

@@ -64,3 +64,61 @@ export function modelWords(id) {
   if (!id || id === "extractive" || id === "extractive/extractive") return "built-in extractive";
   return id;
 }
+
+// -- synthesis: the change set a run proposes, in words for people --------------------------
+const ACTIONS = {
+  create: { label: "New page", kind: "info" },
+  update: { label: "Update", kind: "ok" },
+  contradiction: { label: "Contradiction", kind: "warn" },
+  skip: { label: "Skipped", kind: "" },
+  overview: { label: "Overview", kind: "info" },
+};
+
+/** { label, kind } of a proposed item's action (kind: the badge's colour). */
+export function actionWords(action) {
+  return ACTIONS[action] || { label: humanize(action), kind: "" };
+}
+
+const PASSES = {
+  entity_extraction: "Finding topics and claims",
+  summary_generation: "Summarising each document",
+  candidate_search: "Looking for related pages",
+  llm_decision: "Deciding what to change",
+  write_overview: "Writing the overview",
+};
+
+/** A synthesis step as people know it. */
+export function passWords(name) {
+  return PASSES[name] || humanize(name);
+}
+
+const RUN_STATUSES = {
+  queued: { label: "Waiting to start", kind: "pulse" },
+  running: { label: "Running", kind: "info pulse" },
+  paused: { label: "Paused", kind: "warn" },
+  ready: { label: "Waiting for review", kind: "info" },
+  applied: { label: "Applied", kind: "ok" },
+  partially_applied: { label: "Partly applied", kind: "ok" },
+  rejected: { label: "Rejected", kind: "" },
+  cancelled: { label: "Cancelled", kind: "" },
+  failed: { label: "Failed", kind: "danger" },
+};
+
+/** { label, kind } of a synthesis run's status. */
+export function runStatusWords(status) {
+  return RUN_STATUSES[status] || { label: humanize(status), kind: "" };
+}
+
+const ITEM_STATUSES = {
+  pending: { label: "Waiting for review", kind: "" },
+  applied: { label: "Applied", kind: "ok" },
+  rejected: { label: "Rejected", kind: "" },
+  conflict: { label: "Conflict", kind: "danger" },
+};
+
+/** { label, kind } of a proposed item's outcome. */
+export function itemStatusWords(status) {
+  return ITEM_STATUSES[status] || { label: humanize(status), kind: "" };
+}
+
+export const EXTRACTIVE_RUN = "Written without a model (extractive)";
