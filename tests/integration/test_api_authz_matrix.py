@@ -1897,10 +1897,12 @@ def _paused_run(cell: Cell) -> Params:
 
 
 def _kept_runs_wait(cell: Cell, response: httpx.Response) -> None:
-    """Refused or not, the kept runs still wait for review, undecided."""
-    for workspace in (A, B):
-        run = _run_now(cell.world, workspace, _kept_run(cell.world, workspace))
-        assert (run["status"], run["pending"]) == ("ready", run["items"]), run
+    """The kept run a refused cell aimed at still waits for review, undecided."""
+    if cell.succeeds or cell.workspace is None:
+        return  # it aimed at a fresh run
+    workspace = cell.target_workspace
+    run = _run_now(cell.world, workspace, _kept_run(cell.world, workspace))
+    assert (run["status"], run["pending"]) == ("ready", run["items"]), run
 
 
 def _decided(status: str) -> Callable[[Cell, httpx.Response], None]:
