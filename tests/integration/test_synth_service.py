@@ -474,7 +474,12 @@ def paged(wiki: WikiService, archive: Archive) -> Archive:
 
 
 def test_a_model_run_proposes_creates_updates_and_contradictions(
-    app: AppContext, world: World, server: ScriptedOpenAI, service: SynthService, paged: Archive
+    app: AppContext,
+    world: World,
+    server: ScriptedOpenAI,
+    service: SynthService,
+    paged: Archive,
+    wiki: WikiService,
 ) -> None:
     server.reset(model)
     before = prompt_tokens_counted(app)
@@ -514,7 +519,11 @@ def test_a_model_run_proposes_creates_updates_and_contradictions(
     assert acme.id in decision.untouched and set(decision.pages) == {
         "people/jane-roe", "apollo", "overview",
     }  # fmt: skip
-    assert decision.run.status == "applied"
+    # The contradiction still waits for a person (to fix the page, then dismiss it).
+    assert decision.run.status == "partially_applied"
+    dismissed = service.reject(run.id, only=[acme.id], by="bob")
+    assert dismissed.rejected == (acme.id,) and dismissed.run.status == "applied"
+    assert wiki.page(paged, "acme-corp").version == 1  # dismissing writes nothing
 
 
 def test_a_model_that_fails_mid_run_pauses_it_and_resume_repeats_nothing(

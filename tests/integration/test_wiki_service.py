@@ -133,6 +133,11 @@ def test_create_update_and_the_version_check(
     state = _state(app, archive, "projects/apollo")
     assert state.document_id is not None and state.indexed_version == 3
     assert [hit.path for hit in wiki.search(archive, "Apollo first", k=3)] == ["projects/apollo"]
+    # A last line typed without its newline is the same line once one follows it.
+    typed = new(wiki, archive, "typed", "Hermes is our kite.")
+    grown = wiki.preview_save(archive, "typed", body="Hermes is our kite.\nIt flies.\n")
+    assert " Hermes is our kite.\n+It flies.\n" in grown.diff and typed.version == 1
+    assert "-Hermes is our kite." not in grown.diff
 
 
 def _state(app: AppContext, archive: Archive, path: str) -> store.PageState:

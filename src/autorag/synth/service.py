@@ -422,21 +422,24 @@ class SynthService:
         return [i for i in items if i.id in wanted]
 
     def _settle(self, run: SynthRun, by: str, *, rejecting: bool = False) -> SynthRun:
-        """The run's status from its items': applied when every applicable item is,
-        rejected when every one is, partially applied when some are applied and the
-        others are not; else it still waits. A run with nothing to apply is applied or
-        rejected as decided. Once applied, even in part, its sources count as read."""
-        items = [i for i in store.load_items(self.engine, run.id) if i.action in APPLICABLE]
+        """The run's status from its items' (skips need no decision; a contradiction
+        is decided by dismissing it): while some wait, partially applied once one is
+        applied, else still ready; once none waits, applied when something was and no
+        page was turned down, partially applied when some were, rejected when nothing
+        was. A run with nothing to decide is applied or rejected as asked. Once applied,
+        even in part, its sources count as read."""
+        items = [i for i in store.load_items(self.engine, run.id) if i.action != "skip"]
         statuses = {i.status for i in items}
+        turned_down = any(i.action in APPLICABLE and i.status == "rejected" for i in items)
         status = run.status
         if not items:
             status = "rejected" if rejecting else "applied"
-        elif statuses == {"applied"}:
-            status = "applied"
-        elif statuses == {"rejected"}:
-            status = "rejected"
+        elif statuses & set(UNDECIDED):
+            status = "partially_applied" if "applied" in statuses else run.status
         elif "applied" in statuses:
-            status = "partially_applied"
+            status = "partially_applied" if turned_down else "applied"
+        else:
+            status = "rejected"
         if status != run.status:
             values = {"status": status, "decided_by": by, "decided_at": utcnow()}
             store.update_run(self.engine, run.id, values, from_statuses=_DECIDABLE)

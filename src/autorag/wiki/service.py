@@ -715,13 +715,16 @@ def _markdown(page: Page) -> str:
 
 
 def _diff(old: str, new: str, old_label: str, new_label: str) -> str:
+    # Lines compared without their ends: a last line with or without a newline is the
+    # same line to a reader (a page typed without one is not shown removed and re-added).
     lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
+        old.splitlines(),
+        new.splitlines(),
         fromfile=old_label,
         tofile=new_label,
+        lineterm="",
     )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    return "".join(line + "\n" for line in lines)
 
 
 def _is_int(value: object) -> bool:
