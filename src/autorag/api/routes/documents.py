@@ -197,12 +197,17 @@ async def upload_document(
     incoming = context.workspace.incoming_uploads_dir
     received = await receive_upload(request, incoming, limit)
     stored = await run_in_threadpool(_store, context, pool, received, ocr_mode)
+    row = docs.get_document(context.catalog, context.info, stored.document_id)
+    document = _document(row)
     if stored.duplicate:
         response.status_code = 200
     else:
         pool.notify()
-    row = docs.get_document(context.catalog, context.info, stored.document_id)
-    return UploadOut(**_document(row).model_dump(), duplicate=stored.duplicate)
+        # The document as accepted: a worker may have claimed it already (a polling one
+        # needs no notice), and its progress is GET …/documents/{id}'s to tell.
+        accepted = {"status": "pending", "reason": None, "message": None}
+        document = document.model_copy(update=accepted)
+    return UploadOut(**document.model_dump(), duplicate=stored.duplicate)
 
 
 def _store(
