@@ -116,12 +116,20 @@ def test_write_link_follow_restore_and_no_script(server: tuple[Server, str]) -> 
         expect(page.get_by_role("heading", level=1)).to_have_text("Team handbook")
         page.get_by_role("link", name="New page").first.click()
         page.get_by_label("Title").fill("Apollo")
-        page.get_by_label("Text").fill("Apollo launches in May. See [[Launch plan]] for it.")
+        page.get_by_label("Text").fill(
+            "Apollo launches in May.[^minutes] See [[Launch plan]] for it.\n\n"
+            "[^minutes]: The board's minutes, /docs/board.md"
+        )
         preview = page.get_by_role("region", name="Preview")
         expect(preview.locator(".wikilink.dangling")).to_have_text("Launch plan")
         page.get_by_role("button", name="Create page").click()
         heading = page.get_by_role("heading", level=1)
         expect(heading).to_have_text("Apollo")
+        # A footnote (as synthesis cites its sources): a numbered mark, the note below.
+        article = page.locator("article.wiki-body")
+        expect(article.locator("sup.footnote-ref")).to_have_text("1")
+        expect(article.locator(".footnotes li")).to_contain_text("The board's minutes")
+        expect(article).not_to_contain_text("[^minutes]")
 
         # The missing page is offered, and created from its link.
         missing = page.locator("article.wiki-body a.wikilink.dangling", has_text="Launch plan")

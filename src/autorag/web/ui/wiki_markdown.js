@@ -23,7 +23,10 @@ const INLINE = new RegExp([
   /\*\*(?=\S)([^*\n]*?\S)\*\*|__(?=\S)([^_\n]*?\S)__/.source, // 11,12 strong
   /~~(?=\S)([^~\n]*?\S)~~/.source, // 13 strike
   /\*(?=[^\s*])([^*\n]*?[^\s*])\*|(?<![\w])_(?=[^\s_])([^_\n]*?[^\s_])_(?![\w])/.source, // 14,15 emphasis
+  /\[\^([^\]\s]{1,40})\]/.source, // 16 footnote reference
 ].join("|"), "g");
+// "[^1]: the note", its next lines indented (a synthesised page cites its sources so).
+const FOOTNOTE = /^ {0,3}\[\^([^\]\s]{1,40})\]:[ \t]?(.*)$/;
 
 /** The parts of a ``[[target#heading|label]]``'s inside. */
 export function parseWikilink(inside) {
@@ -84,8 +87,68 @@ export function renderMarkdown(container, text, options = {}) {
     },
   };
   const lines = String(text || "").replace(/\r\n?/g, "\n").split("\n");
-  container.replaceChildren(blocks(lines, ctx));
+  ctx.notes = footnotes(lines);
+  ctx.cited = [];
+  ctx.container = container;
+  container.replaceChildren(blocks(ctx.notes.rest, ctx));
+  if (ctx.notes.byLabel.size) container.append(notesSection(ctx));
   return container;
+}
+
+// Footnote definitions taken out of the text (never inside a code fence): their text by
+// label, and the other lines.
+function footnotes(lines) {
+  const byLabel = new Map();
+  const rest = [];
+  let fence = null;
+  let open = null; // the definition whose indented lines continue it
+  for (const line of lines) {
+    const opening = FENCE.exec(line);
+    if (fence) { if (opening && opening[1][0] === fence) fence = null; rest.push(line); continue; }
+    if (opening) { fence = opening[1][0]; open = null; rest.push(line); continue; }
+    const note = FOOTNOTE.exec(line);
+    if (note) {
+      open = note[1];
+      if (!byLabel.has(open)) byLabel.set(open, note[2].trim());
+      continue;
+    }
+    if (open && /^\s{2,}\S/.test(line)) { byLabel.set(open, `${byLabel.get(open)} ${line.trim()}`); continue; }
+    open = null;
+    rest.push(line);
+  }
+  return { byLabel, rest };
+}
+
+function jumpTo(ctx, selector) {
+  return (event) => {
+    event.preventDefault(); // a "#…" address would change the page's route
+    ctx.container.querySelector(selector)?.scrollIntoView({ block: "center", behavior: "smooth" });
+  };
+}
+
+// "[^label]": a numbered mark that leads to its note (and its text as a tooltip); a
+// label nothing defines stays the text it is.
+function footnoteRef(label, ctx) {
+  const note = ctx.notes.byLabel.get(label);
+  if (note === undefined) return `[^${label}]`;
+  if (!ctx.cited.includes(label)) ctx.cited.push(label);
+  const n = ctx.cited.indexOf(label) + 1;
+  const key = CSS.escape(label);
+  return h("sup", { class: "footnote-ref", "data-ref": label },
+    h("a", { href: "#", title: note, on: { click: jumpTo(ctx, `[data-note="${key}"]`) } }, String(n)));
+}
+
+// The notes, in the order the text first cites them (then any it never cites).
+function notesSection(ctx) {
+  const labels = [...ctx.cited, ...[...ctx.notes.byLabel.keys()].filter((l) => !ctx.cited.includes(l))];
+  return h("section", { class: "footnotes", "aria-label": "Notes" }, h("ol", {}, labels.map((label) => {
+    const item = inline(h("li", { "data-note": label }), ctx.notes.byLabel.get(label), { ...ctx, cited: [...ctx.cited] });
+    if (ctx.cited.includes(label)) {
+      item.append(" ", h("a", { href: "#", class: "footnote-back", "aria-label": "Back to the text",
+        on: { click: jumpTo(ctx, `[data-ref="${CSS.escape(label)}"]`) } }, "↩"));
+    }
+    return item;
+  })));
 }
 
 function blocks(lines, ctx) {
@@ -234,6 +297,7 @@ function inline(el, text, ctx) {
     } else if (m[11] !== undefined || m[12] !== undefined) el.append(inline(h("strong"), m[11] ?? m[12], ctx));
     else if (m[13] !== undefined) el.append(inline(h("del"), m[13], ctx));
     else if (m[14] !== undefined || m[15] !== undefined) el.append(inline(h("em"), m[14] ?? m[15], ctx));
+    else if (m[16] !== undefined) el.append(ctx.notes ? footnoteRef(m[16], ctx) : m[0]);
   }
   if (last < text.length) el.append(text.slice(last));
   return el;
