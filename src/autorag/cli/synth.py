@@ -24,6 +24,7 @@ from rich.table import Table
 
 from autorag.cli._common import console, err_console, local_time, open_app, plural, print_json
 from autorag.errors import AutoragError, Forbidden, Unavailable
+from autorag.text import one_line
 
 if TYPE_CHECKING:
     from autorag.context import AppContext
@@ -66,6 +67,7 @@ PASS_LABELS = {
     "llm_decision": "decisions",
     "write_overview": "overview",
 }
+REASON_CHARS = 60  # of a reason in the items' table
 ACTION_STYLE = {
     "create": "green",
     "update": "cyan",
@@ -335,7 +337,13 @@ def _sources_of(passages: tuple[Passage, ...]) -> list[str]:
 
 
 def _items_table(items: list[SynthItem]) -> None:
-    table = Table("item", "action", "page", "sources", "reason", "status")
+    table = Table("item")
+    table.add_column("action", no_wrap=True)
+    table.add_column("page", overflow="fold", ratio=2)
+    table.add_column("sources", overflow="fold", ratio=2)
+    # The reason in full is `synth show`'s: here the start of it.
+    table.add_column("reason", ratio=3)
+    table.add_column("status", no_wrap=True)
     for item in items:
         style = ACTION_STYLE.get(item.action, "")
         table.add_row(
@@ -343,7 +351,7 @@ def _items_table(items: list[SynthItem]) -> None:
             f"[{style}]{item.action}[/{style}]" if style else item.action,
             escape(item.path),
             escape("\n".join(_sources_of(item.sources))),
-            escape(item.reason),
+            escape(one_line(item.reason, REASON_CHARS)),
             _status(item),
         )
     console.print(table)
