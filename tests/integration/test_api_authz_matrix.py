@@ -38,6 +38,10 @@ issue, never from the production permission code:
 Destructive cells act on fresh objects (a document, a user, a key made for the cell)
 when they may succeed, and on the fixtures when they must be refused, which then must
 still be there. Deleting B itself puts B back, with a new document, for later cells.
+
+A route's cells run in one test (per backend), in the order above; a failing cell does
+not stop the others, and the test names every failing cell (backend, route, caller,
+workspace, target) with the answer it expected and the one it got.
 """
 
 from __future__ import annotations
@@ -46,16 +50,19 @@ import io
 import itertools
 import json
 import time
+import traceback
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select, update
+from sqlalchemy import Engine, select, update
+from tests.integration.conftest import API_TIMEOUT, PROCESSED, PROCESSED_WAIT_S, bearer
 from tests.workspaces import catalog_url
 
 from autorag.auth import service
@@ -76,6 +83,7 @@ OTHER = {A: B, B: A}
 PASSWORD = "a long enough password"
 SHARED_WORD = "quetzal"  # in every document of both workspaces: a leak would show up
 JOB_WAIT_S = 120.0
+POLL_S = 0.02  # between two looks at a document, job or run still being worked on
 
 # -- who may do what, from the issue ----------------------------------------------------
 PUBLIC = "public"  # anyone, credentials or not
@@ -161,6 +169,11 @@ class ChatState:
 @dataclass
 class World:
     api: ApiServer
+    # Every request of the module goes through one client, over a kept-alive connection
+    # (a new connection per request was a fifth of the time of each).
+    client: httpx.Client
+    backend: str  # "sqlite" or "postgresql": the catalog the server runs on
+    engine: Engine  # the server's catalog, for objects no route makes and checks
     credentials: dict[str, str | None]
     spare_key: str  # an admin's key that no cell may revoke
     spare_prefix: str
@@ -191,7 +204,10 @@ class World:
     def call(
         self, method: str, path: str, credential: str | None = None, **kwargs: Any
     ) -> httpx.Response:
-        return self.api.call(method, path, credential, **kwargs)
+        """One request, as ``ApiServer.call`` makes it, on the world's connection."""
+        return self.client.request(
+            method, self.api.url + path, headers=bearer(credential), **kwargs
+        )
 
     def fresh(self, prefix: str) -> str:
         return f"{prefix}{next(self._counter)}"
@@ -219,13 +235,25 @@ class World:
         return document_id
 
     def wait_ready(self, workspace: str, document_id: int) -> None:
-        document = self.api.wait_processed(self.admin, document_id, workspace)
+        document = self.wait_processed(workspace, document_id)
         assert document["status"] == "ready", document
+
+    def wait_processed(self, workspace: str, document_id: int) -> dict[str, Any]:
+        """The document once processed, as ``ApiServer.wait_processed`` polls for it."""
+        deadline = time.monotonic() + PROCESSED_WAIT_S
+        path = f"/api/workspaces/{workspace}/documents/{document_id}"
+        while True:
+            response = self.call("GET", path, self.admin)
+            assert response.status_code == 200, response.text
+            document: dict[str, Any] = response.json()
+            if document["status"] in PROCESSED or time.monotonic() > deadline:
+                return document
+            time.sleep(POLL_S)
 
     def seed(self, workspace: str) -> None:
         """Give the workspace its fixture document, and remember its processing job."""
         self.docs[workspace] = self.upload(workspace)
-        with self.api.sql() as conn:
+        with self.engine.connect() as conn:
             job_id = conn.execute(
                 select(JobRow.id).where(JobRow.document_id == self.docs[workspace])
             ).scalar_one()
@@ -239,7 +267,7 @@ class World:
             job: dict[str, Any] = response.json()
             if job["status"] in ("done", "failed") or time.monotonic() > deadline:
                 return job
-            time.sleep(0.1)
+            time.sleep(POLL_S)
 
     def exists(self, path: str) -> bool:
         status = self.call("GET", path, self.admin).status_code
@@ -253,15 +281,11 @@ class World:
     @contextmanager
     def catalog(self) -> Iterator[Catalog]:
         """The server's workspace catalog, for objects no route makes."""
-        engine = create_catalog_engine(catalog_url(self.api.workspace))
-        try:
-            yield Catalog(engine)
-        finally:
-            engine.dispose()
+        yield Catalog(self.engine)
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> World:
+def world(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> Iterator[World]:
     def prepare(context: AppContext) -> tuple[dict[str, str], service.ApiKeyInfo, str]:
         catalog = context.catalog
         catalog.ensure_workspace(B)
@@ -285,17 +309,31 @@ def world(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> Wo
         tmp_path_factory.mktemp("authz") / "kb", prepare, login_attempts_per_minute=10_000
     )
     keys, spare, spare_key = api.prepared
-    world = World(api, {}, spare_key, spare.prefix)
-    world.credentials = {
-        "admin": world.login("root"),
-        "manager": world.login("mgr"),
-        "member": world.login("mem"),
-        **keys,
-        "anonymous": None,
-    }
-    for workspace in (A, B):
-        world.seed(workspace)
-    return world
+    backend = catalog_url(api.workspace).split(":", 1)[0].split("+", 1)[0]
+    client = httpx.Client(
+        timeout=API_TIMEOUT,
+        # Idle connections are dropped well before uvicorn's keep-alive (5 s) would close
+        # them under a request; and no cookie is ever kept from one request to the next,
+        # so each request carries exactly the credentials its cell gives it.
+        limits=httpx.Limits(keepalive_expiry=1.0),
+        cookies=CookieJar(DefaultCookiePolicy(allowed_domains=[])),
+    )
+    engine = create_catalog_engine(catalog_url(api.workspace))
+    try:
+        with client:
+            world = World(api, client, backend, engine, {}, spare_key, spare.prefix)
+            world.credentials = {
+                "admin": world.login("root"),
+                "manager": world.login("mgr"),
+                "member": world.login("mem"),
+                **keys,
+                "anonymous": None,
+            }
+            for workspace in (A, B):
+                world.seed(workspace)
+            yield world
+    finally:
+        engine.dispose()
 
 
 # -- the routes -------------------------------------------------------------------------
@@ -723,9 +761,7 @@ def _reviewed_check(status: str) -> Callable[[Cell, httpx.Response], None]:
             job = response.json()
             assert (job["status"], job["reviewedBy"]) == (status, cell.who.username)
             assert _ocr_status(world, cell.workspace, job["id"]) == status
-            document = world.api.wait_processed(
-                world.admin, world.docs[cell.workspace], cell.workspace
-            )
+            document = world.wait_processed(cell.workspace, world.docs[cell.workspace])
             assert document["status"] == "ready", document  # re-indexed, or left as it was
 
     return check
@@ -1792,7 +1828,7 @@ def _stopped_run(world: World, workspace: str, run_id: int) -> dict[str, Any]:
         run = _run_now(world, workspace, run_id)
         if run["status"] not in ("queued", "running") or time.monotonic() > deadline:
             return run
-        time.sleep(0.05)
+        time.sleep(POLL_S)
 
 
 def _ready_run(world: World, workspace: str) -> int:
@@ -2879,23 +2915,48 @@ ENDPOINTS = [
 ]
 
 
-def _cells() -> list[Any]:
-    return list(_cell_params())
+CellKey = tuple[Who, str | None, str | None]  # who calls, in which workspace, which target
 
 
-def _cell_params() -> Iterator[Any]:
-    for endpoint in ENDPOINTS:
-        workspaces: tuple[str | None, ...] = (A, B) if endpoint.workspace else (None,)
-        targets: tuple[str | None, ...] = ("own", "guessed") if endpoint.takes_id else (None,)
-        for who, workspace, target in itertools.product(WHO, workspaces, targets):
-            label = " ".join(part for part in (endpoint.label, who.name, workspace, target) if part)
-            yield pytest.param(endpoint, who, workspace, target, id=label)
+def _cells(endpoint: Endpoint) -> list[CellKey]:
+    """The route's cells, in the order they run: every caller × workspace × target."""
+    workspaces: tuple[str | None, ...] = (A, B) if endpoint.workspace else (None,)
+    targets: tuple[str | None, ...] = ("own", "guessed") if endpoint.takes_id else (None,)
+    return list(itertools.product(WHO, workspaces, targets))
 
 
-@pytest.mark.parametrize(("endpoint", "who", "workspace", "target"), _cells())
-def test_authorization_matrix(
+@pytest.mark.parametrize("endpoint", ENDPOINTS, ids=[e.label for e in ENDPOINTS])
+def test_authorization_matrix(world: World, endpoint: Endpoint) -> None:
+    """Every cell of the route, one after the other in the matrix's order (the order the
+    destructive cells were written for); a failing cell does not stop the ones after it,
+    and the test reports each failing cell by name with what it expected and got."""
+    failures = []
+    for who, workspace, target in _cells(endpoint):
+        try:
+            _run_cell(world, endpoint, who, workspace, target)
+        except Exception as error:
+            name = " ".join(
+                p for p in (world.backend, endpoint.label, who.name, workspace, target) if p
+            )
+            failures.append(f"[{name}] {_explained(error)}")
+    if failures:
+        pytest.fail(f"{len(failures)} failing cells:\n" + "\n".join(failures))
+
+
+def _explained(error: Exception) -> str:
+    """The error, and the line of this module that raised it."""
+    where = ""
+    for frame, line in traceback.walk_tb(error.__traceback__):
+        if frame.f_code.co_filename == __file__:
+            where = f" (at line {line}, in {frame.f_code.co_name})"
+    text = str(error) if isinstance(error, AssertionError) else repr(error)
+    return f"{text}{where}".replace("\n", "\n    ")
+
+
+def _run_cell(
     world: World, endpoint: Endpoint, who: Who, workspace: str | None, target: str | None
 ) -> None:
+    """One cell: its request, the answer the permission table expects, and its checks."""
     expected = endpoint.expected(who, workspace, target)
     allowed = endpoint.expected(who, workspace, "own") not in (401, 403, 404)
     cell = Cell(world, who, workspace, target, allowed)
@@ -2906,7 +2967,8 @@ def test_authorization_matrix(
 
     response = world.call(endpoint.method, path, cell.credential, **kwargs)
 
-    assert response.status_code == expected, f"{endpoint.label} as {who.name}: {response.text}"
+    got = response.status_code
+    assert got == expected, f"expected {expected}, got {got}: {response.text}"
     if expected >= 400 and path.startswith("/v1/"):  # OpenAI's error body, for its SDK
         error = response.json()["error"]
         assert error["message"] and error["code"] and error["type"]
