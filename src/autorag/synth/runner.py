@@ -374,10 +374,8 @@ class Runner:
             base = page.version if page else None
         if action == "update" and base is None:
             action = "create"  # no page there to update: what it proposes is a new one
-        if action == "create":
-            base = None
-        if action == "skip":
-            base = None
+        if action in ("create", "skip"):
+            base = None  # a new page, or nothing to write: no version to check against
         return {
             "position": position,
             "action": action,

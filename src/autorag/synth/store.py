@@ -34,9 +34,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.orm import Mapped, mapped_column
 
+from autorag.ingest import reading_store
 from autorag.store.catalog import queue
 from autorag.store.catalog.db import dialect_insert
-from autorag.store.catalog.models import Base, ChunkRow, DocumentRow, utcnow
+from autorag.store.catalog.models import Base, DocumentRow, utcnow
 from autorag.synth.base import SourceText
 from autorag.synth.models import (
     OPEN_STATUSES,
@@ -247,27 +248,20 @@ def documents(engine: Engine, workspace_id: int, selection: Selection) -> list[D
 def passages(
     engine: Engine, document: DocumentRef, *, max_chars: int
 ) -> tuple[tuple[Passage, ...], bool]:
-    """The document's chunks in order as passages, up to ``max_chars`` characters in all;
-    and whether some of it was left unread."""
-    query = (
-        select(ChunkRow.text, ChunkRow.page)
-        .where(ChunkRow.document_id == document.id)
-        .order_by(ChunkRow.chunk_index)
-    )
+    """The document's chunks in document order (as reading it shows them) as passages,
+    up to ``max_chars`` characters in all; and whether some of it was left unread."""
     found: list[Passage] = []
     used = 0
-    cut = False
-    with engine.connect() as conn:
-        for text, page in conn.execute(query):
-            room = max_chars - used
-            if room <= 0:
-                cut = True
-                break
-            piece = text if len(text) <= room else text[:room]
-            cut = cut or piece is not text
-            found.append(Passage(piece, document.id, document.source_id, document.title, page))
-            used += len(piece)
-    return tuple(found), cut
+    for chunk in reading_store.passages(engine, document.id):
+        room = max_chars - used
+        if room <= 0:
+            return tuple(found), True
+        piece = chunk.text[:room]
+        found.append(Passage(piece, document.id, document.source_id, document.title, chunk.page))
+        used += len(piece)
+        if len(piece) < len(chunk.text):
+            return tuple(found), True
+    return tuple(found), False
 
 
 def done_versions(
