@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -24,6 +25,16 @@ from autorag.cli.main import app, run
 from autorag.workspace import Workspace
 
 AUTORAG = [sys.executable, "-m", "autorag"]
+
+
+def interruptible() -> None:
+    """``preexec_fn`` for a child a test sends SIGINT: Ctrl+C works in it even when the
+    suite itself was started with SIGINT ignored (a background job of a non-interactive
+    shell), which the child would inherit, and Python would then never raise
+    KeyboardInterrupt in it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 # An answer's first search loads the embedding model inside the skill's time limit (30 s by
 # default): on a machine busy with other tests that can run out. The limit is not what
 # these tests are about (test_orchestrator checks it).

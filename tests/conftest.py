@@ -62,8 +62,9 @@ _CHEAPEST_HASHER = PasswordHasher.from_parameters(profiles.CHEAPEST)
 @pytest.fixture(autouse=True, scope="module")
 def _password_hashing_cost(request: pytest.FixtureRequest) -> Iterator[None]:
     """Real argon2id everywhere, at its cheapest parameters except in the modules marked
-    ``production_password_cost`` (the login protection, the hashing and the upgrade of
-    old hashes), as Django's test runners do. At 64 MiB and 3 passes, each of the
+    ``production_password_cost`` (the hashing and the upgrade of old hashes), as Django's
+    test runners do; the login protection's limits and pool count checks, whatever they
+    cost, so its module runs cheap too. At 64 MiB and 3 passes, each of the
     thousands of logins and users the suite makes cost about 0.2 s of CPU on its own
     (over 100 s of the suite's, measured). The parameters travel inside each hash, so a
     hash made at either cost verifies at its own. Module-scoped and autouse: set before

@@ -71,6 +71,12 @@ class PostgresTestServer:
         self._names = itertools.count(1)
         self._template_ready = False
 
+    @property
+    def bin_dir(self) -> Path:
+        """The server's own client programs (pg_dump, psql): Debian's are older than the
+        server and refuse it (``backup.pg_bin_dir`` in the backup tests)."""
+        return Path(self._server.bin_path)
+
     def new_database(self, *, migrated: bool = True) -> str:
         """The URL of a new, empty database (at the newest schema when ``migrated``)."""
         name = f"autorag_test_{next(self._names)}"

@@ -17,6 +17,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, insert, select
 from sqlalchemy.orm import Session
 
+from autorag.store.catalog import outbox
 from autorag.store.catalog.models import AuditEventRow, UserRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import Catalog
 from autorag.times import as_utc
@@ -64,7 +65,11 @@ def record(
     connection: Connection | None = None,
 ) -> int:
     """Write one event; inside ``connection``'s transaction when given (an action and
-    its audit then commit together). Returns the event's id."""
+    its audit then commit together). Returns the event's id.
+
+    The same event joins the event log (``autorag.store.catalog.outbox``) in the same
+    transaction, so webhooks and ``autorag events`` see it; ``audit_events`` stays for
+    its readers (the DLP history)."""
     statement = insert(AuditEventRow).values(
         event=event,
         user_id=user_id,
@@ -74,15 +79,33 @@ def record(
         created_at=utcnow(),
     )
     if connection is not None:
-        return _inserted_id(connection, statement)
+        return _write(connection, statement, event, user_id, workspace_id, details)
     with catalog.engine.begin() as conn:
-        return _inserted_id(conn, statement)
+        return _write(conn, statement, event, user_id, workspace_id, details)
 
 
-def _inserted_id(connection: Connection, statement: Any) -> int:
+def _write(
+    connection: Connection,
+    statement: Any,
+    event: str,
+    user_id: int | None,
+    workspace_id: int | None,
+    details: Mapping[str, Any] | None,
+) -> int:
     key = connection.execute(statement).inserted_primary_key
     assert key is not None
+    actor = _name(connection, UserRow.username, UserRow.id, user_id)
+    workspace = _name(connection, WorkspaceRow.name, WorkspaceRow.id, workspace_id)
+    outbox.emit(connection, event, details, workspace=workspace, actor=actor)
     return int(key[0])
+
+
+def _name(connection: Connection, name: Any, key: Any, value: int | None) -> str | None:
+    """A user's or workspace's name by id (events name them: ids outlive their rows)."""
+    if value is None:
+        return None
+    found = connection.execute(select(name).where(key == value)).scalar()
+    return None if found is None else str(found)
 
 
 def list_events(catalog: Catalog, query: AuditQuery) -> list[AuditEvent]:

@@ -210,6 +210,126 @@ class P2PSettings(BaseModel):
     peers_asked: int = Field(default=2, ge=1, le=10)  # by the peer_search skill
 
 
+class SmtpSettings(BaseModel):
+    """An SMTP server: backup failure e-mails and the ``email:`` backup destination."""
+
+    host: str | None = None  # unset: no e-mail is sent
+    port: int = Field(default=587, ge=1, le=65535)
+    username: str | None = None
+    password: SecretStr | None = None
+    sender: str | None = None  # the From address (default: autorag@<host>)
+    security: str = Field(default="starttls", pattern=r"^(starttls|ssl|none)$")
+    timeout_s: float = Field(default=30, gt=0)
+
+
+class S3Settings(BaseModel):
+    """Credentials for ``s3://bucket/prefix`` destinations; ``endpoint_url`` makes them
+    S3-compatible (MinIO, Backblaze B2, Wasabi, Cloudflare R2…)."""
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    access_key_id: str | None = None  # unset: boto3's own chain (env, ~/.aws, instance role)
+    secret_access_key: SecretStr | None = None
+    addressing_style: str = Field(default="auto", pattern=r"^(auto|path|virtual)$")
+
+
+class SftpSettings(BaseModel):
+    """``sftp://user@host[:port]/path``: the server's host key must be known (fail closed)."""
+
+    password: SecretStr | None = None
+    key_file: Path | None = None  # a private key (OpenSSH format)
+    known_hosts: Path | None = None  # default: ~/.ssh/known_hosts
+    timeout_s: float = Field(default=30, gt=0)
+
+
+class FtpSettings(BaseModel):
+    """``ftp://`` and ``ftps://`` (explicit TLS) destinations."""
+
+    username: str | None = None  # default: the URL's, else anonymous
+    password: SecretStr | None = None
+    timeout_s: float = Field(default=30, gt=0)
+
+
+class OAuthUploadSettings(BaseModel):
+    """A cloud drive reached through its HTTP upload API with an OAuth access token."""
+
+    access_token: SecretStr | None = None
+    api_url: str | None = None  # default: the provider's public API (a double in tests)
+    content_url: str | None = None  # Dropbox's content host; unused by Google Drive
+
+
+class BackupSettings(BaseModel):
+    """Backups (seed 003): where they go, what they hold, who hears of a failure."""
+
+    dir: Path | None = None  # default: <workspace>/.autorag/backups (also safety backups)
+    destination: str | None = None  # default for `backup run`: the local folder above
+    include_vectors: bool = True  # false: vectors are rebuilt from the catalog on restore
+    retention_days: int = Field(default=30, ge=1)
+    stale_after_hours: float = Field(default=2, gt=0)  # a `running` run older is failed
+    notify_email: list[str] = Field(default_factory=list)  # failure e-mails go here
+    email_max_mb: float = Field(default=20, gt=0)  # the largest backup e-mailed (email:)
+    pg_bin_dir: Path | None = None  # where pg_dump and psql are (default: PATH)
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings)
+    s3: S3Settings = Field(default_factory=S3Settings)
+    sftp: SftpSettings = Field(default_factory=SftpSettings)
+    ftp: FtpSettings = Field(default_factory=FtpSettings)
+    dropbox: OAuthUploadSettings = Field(default_factory=OAuthUploadSettings)
+    gdrive: OAuthUploadSettings = Field(default_factory=OAuthUploadSettings)
+
+
+class WebhookSettings(BaseModel):
+    """Webhooks (seed 003): signed POSTs of events to URLs an admin registers."""
+
+    # Private, loopback and link-local targets are refused unless this is set: a webhook
+    # must not become a way into the LAN (SSRF).
+    allow_private: bool = False
+    timeout_s: float = Field(default=10, gt=0)  # one attempt
+    retry_delays_s: list[float] = Field(default_factory=lambda: [1.0, 2.0, 4.0])
+    disable_after_failures: int = Field(default=10, ge=1)  # consecutive, then disabled
+    keep_deliveries: int = Field(default=200, ge=10)  # per webhook, in the delivery log
+
+
+class McpToolsSettings(BaseModel):
+    """MCP tool servers installed in workspaces (issue 22): their tools are agent skills."""
+
+    # An HTTP server on a private, loopback or link-local address is refused unless this
+    # is set (SSRF: the rule of webhooks.allow_private). Stdio servers are commands an
+    # admin installs: not concerned.
+    allow_private: bool = False
+    # Installing and testing: connect, initialize and list the tools within this.
+    connect_timeout_s: float = Field(default=20, gt=0)
+
+
+class EventSettings(BaseModel):
+    """The event log (issue 21): what is kept of events already delivered."""
+
+    # Delivered events older than this are deleted (hourly, by whichever process
+    # dispatches); undelivered ones are kept whatever their age.
+    keep_days: int = Field(default=90, ge=1)
+    # Off: `autorag serve` delivers no events and leaves them to `autorag worker` processes
+    # (as `server.workers = 0` leaves jobs), so that deliveries cost the server nothing.
+    deliver_in_server: bool = True
+
+
+class PushSettings(BaseModel):
+    """Web Push (VAPID): keys from AUTORAG_VAPID_* or made on first start, stored sealed."""
+
+    enabled: bool = True
+    vapid_public_key: str | None = None  # base64url, uncompressed P-256 point
+    vapid_private_key: SecretStr | None = None  # base64url raw 32 bytes, or PEM
+    vapid_subject: str = "mailto:admin@localhost"  # who the push service may contact
+    ttl_s: int = Field(default=86_400, ge=0)  # how long a push service keeps a message
+    timeout_s: float = Field(default=10, gt=0)
+
+
+class YoutubeSettings(BaseModel):
+    """YouTube videos added as documents: their transcripts (youtube-transcript-api)."""
+
+    # Transcript languages in order of preference (language codes: en, es, pt-BR...).
+    languages: list[str] = Field(default_factory=lambda: ["en"], min_length=1)
+    timeout_s: float = Field(default=15, gt=0)  # one request to YouTube
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="AUTORAG_", env_nested_delimiter="__", extra="ignore"
@@ -229,6 +349,12 @@ class Settings(BaseSettings):
     dlp: DlpSettings = Field(default_factory=DlpSettings)
     p2p: P2PSettings = Field(default_factory=P2PSettings)
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    backup: BackupSettings = Field(default_factory=BackupSettings)
+    events: EventSettings = Field(default_factory=EventSettings)
+    webhooks: WebhookSettings = Field(default_factory=WebhookSettings)
+    mcp_tools: McpToolsSettings = Field(default_factory=McpToolsSettings)
+    push: PushSettings = Field(default_factory=PushSettings)
+    youtube: YoutubeSettings = Field(default_factory=YoutubeSettings)
 
 
 def load_settings(config_file: Path | None, **overrides: Any) -> Settings:
@@ -259,6 +385,9 @@ _SEED_ENVIRONMENT = {
     "CHAT_MAX_CONCURRENT_PER_USER": ("agent", "max_concurrent_per_user"),
     "DLP_ENABLED": ("dlp", "enabled"),
     "DLP_BYPASS_ROLES": ("dlp", "bypass_roles"),
+    "AUTORAG_VAPID_PUBLIC_KEY": ("push", "vapid_public_key"),
+    "AUTORAG_VAPID_PRIVATE_KEY": ("push", "vapid_private_key"),
+    "AUTORAG_VAPID_SUBJECT": ("push", "vapid_subject"),
 }
 
 

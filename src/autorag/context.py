@@ -148,10 +148,18 @@ class AppContext:
             self.catalog,
             self.info,
             search_paths=self.settings.search_paths,
-            embedding_model=self.embedder.model_id,
+            embedding_model=self._embedding_model_id(),
             vectors=vectors,
             vectors_error=why or "vector store could not be opened",
         )
+
+    def _embedding_model_id(self) -> str:
+        """The model documents should be embedded with, as they record it
+        (``provider:model``), without building the provider when it is not built yet:
+        its module imports NumPy, which ``autorag status`` does not need."""
+        if "embedder" in self.__dict__:
+            return self.embedder.model_id
+        return f"{self.settings.embedding.provider}:{self.settings.embedding.model}"
 
     def _recorded_vectors(self) -> RecordedCount | None:
         """The LanceDB table's count as its last write recorded it, while still current:
@@ -201,6 +209,26 @@ class AppContext:
         if "embedder" in self.__dict__:
             scoped.__dict__["embedder"] = self.__dict__["embedder"]  # one model in memory
         return scoped
+
+    # What ``reset`` drops: every cached part that holds the catalog's or the vector
+    # folder's content (the embedding model and the search roots read neither).
+    _CATALOG_PARTS = ("vectors", "fulltext", "searcher", "indexer")
+
+    def reset(self) -> None:
+        """Forget what was read from the catalog and the vector store, and close the
+        catalog's connections: a restore replaced them under this context (the engine
+        connects again on next use, to what is there now)."""
+        for name in self._CATALOG_PARTS:
+            self.__dict__.pop(name, None)
+        with self._scoped_lock:
+            self._scoped.clear()
+        self.catalog.engine.dispose()
+
+    def reopen(self) -> None:
+        """``reset``, then this workspace as the catalog now knows it (a restored catalog
+        may have given it another id)."""
+        self.reset()
+        self.info = self.catalog.ensure_workspace(self.settings.workspace)
 
     def close(self) -> None:
         if not self._closed:

@@ -1,15 +1,18 @@
-"""Secrets kept encrypted at rest, with a key that is never in the database.
+"""Secrets kept encrypted at rest, with keys that are never in the database.
 
-One master key per workspace lives in ``<workspace>/.autorag/secrets.key`` (32 random
-bytes, 0600, made on first use). Each kind of secret is sealed with its own subkey,
-derived from the master key with HKDF-SHA256 and the purpose's name (``dlp_originals``,
-later stored provider keys…), using AES-256-GCM. A sealed value is text::
+The workspace's keyring (``autorag.keyring``) gives the master keys: the current one
+(``AUTORAG_ENCRYPTION_KEY``, else the key file ``<workspace>/.autorag/secrets.key``)
+seals, and every key of the ring opens (current, then previous, then the key file when
+the environment key replaced it), so values sealed before a rotation still open and
+``reseal`` moves them to the current key. Each kind of secret is sealed with its own
+subkey, derived from a master key with HKDF-SHA256 and the purpose's name
+(``dlp_originals``, ``model_connections``…), using AES-256-GCM. A sealed value is text::
 
     sb1:<base64url of 12-byte nonce + ciphertext + 16-byte tag>
 
 and may be bound to what it belongs to (a row id): the binding is authenticated, so a
-sealed value copied onto another row does not open. Deleting the key file makes every
-sealed value unreadable; keep it with the workspace's backups.
+sealed value copied onto another row does not open. Losing every key that sealed a value
+makes it unreadable; keep the key file (or the environment key) with the backups.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,80 +31,106 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from autorag.errors import Unavailable
-from autorag.private_files import make_private_dir, tighten, warn_repaired, write_private
+from autorag.keyring import (
+    ENCRYPTION_KEY_ENV,
+    KEY_BYTES,
+    KEY_FILE_NAME,
+    Keyring,
+    load_or_create_key,
+    workspace_keyring,
+)
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-KEY_FILE_NAME = "secrets.key"
-KEY_BYTES = 32
+__all__ = [
+    "KEY_BYTES",
+    "KEY_FILE_NAME",
+    "PREFIX",
+    "SecretBox",
+    "catalog_box",
+    "catalog_secrets_dir",
+    "is_sealed",
+    "load_or_create_key",
+]
+
 PREFIX = "sb1:"
 _NONCE_BYTES = 12
 _HKDF_INFO = b"autorag secretbox v1 "
 
 
 class SecretBox:
-    """Seals and opens text with one purpose's key."""
+    """Seals text with one purpose's current key; opens it with any of its keys."""
 
-    def __init__(self, key: bytes) -> None:
-        if len(key) != KEY_BYTES:
-            raise ValueError(f"a secret box key has {KEY_BYTES} bytes")
-        self._aead = AESGCM(key)
+    def __init__(self, key: bytes, *, previous: Sequence[bytes] = ()) -> None:
+        for each in (key, *previous):
+            if len(each) != KEY_BYTES:
+                raise ValueError(f"a secret box key has {KEY_BYTES} bytes")
+        self._aeads = [AESGCM(each) for each in dict.fromkeys((key, *previous))]
 
     @classmethod
-    def derive(cls, master_key: bytes, purpose: str) -> SecretBox:
-        """The box for ``purpose``: a subkey no other purpose shares."""
-        hkdf = HKDF(
-            algorithm=hashes.SHA256(),
-            length=KEY_BYTES,
-            salt=None,
-            info=_HKDF_INFO + purpose.encode("utf-8"),
+    def derive(
+        cls, master_key: bytes, purpose: str, *, previous: Sequence[bytes] = ()
+    ) -> SecretBox:
+        """The box for ``purpose``: subkeys no other purpose shares, sealing with
+        ``master_key``'s and opening with it or ``previous`` ones'."""
+        return cls(
+            _subkey(master_key, purpose), previous=[_subkey(key, purpose) for key in previous]
         )
-        return cls(hkdf.derive(master_key))
 
     @classmethod
-    def for_workspace(cls, data_dir: Path, purpose: str) -> SecretBox:
-        return cls.derive(load_or_create_key(data_dir), purpose)
+    def for_keyring(cls, keyring: Keyring, purpose: str) -> SecretBox:
+        return cls.derive(keyring.current, purpose, previous=keyring.candidates()[1:])
+
+    @classmethod
+    def for_workspace(
+        cls, data_dir: Path, purpose: str, environ: Mapping[str, str] | None = None
+    ) -> SecretBox:
+        return cls.for_keyring(workspace_keyring(data_dir, environ), purpose)
 
     def seal(self, plaintext: str, *, bound_to: str = "") -> str:
         nonce = os.urandom(_NONCE_BYTES)
-        sealed = self._aead.encrypt(nonce, plaintext.encode("utf-8"), bound_to.encode("utf-8"))
+        sealed = self._aeads[0].encrypt(nonce, plaintext.encode("utf-8"), bound_to.encode("utf-8"))
         return PREFIX + base64.urlsafe_b64encode(nonce + sealed).decode("ascii")
 
     def open(self, value: str, *, bound_to: str = "") -> str:
-        """The plaintext of a sealed value; Unavailable if another key sealed it or it
-        was altered."""
+        """The plaintext of a sealed value; Unavailable if none of the keys sealed it or
+        it was altered."""
         if not is_sealed(value):
             raise ValueError("not a sealed value")
         try:
             raw = base64.urlsafe_b64decode(value.removeprefix(PREFIX).encode("ascii"))
-            nonce, sealed = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
-            return self._aead.decrypt(nonce, sealed, bound_to.encode("utf-8")).decode("utf-8")
-        except (InvalidTag, binascii.Error, ValueError, UnicodeError):
-            raise Unavailable(
-                "a sealed secret cannot be opened: it was sealed with another key "
-                f"({KEY_FILE_NAME} replaced or lost) or altered"
-            ) from None
+        except (binascii.Error, ValueError):
+            raw = b""
+        nonce, sealed = raw[:_NONCE_BYTES], raw[_NONCE_BYTES:]
+        for aead in self._aeads:
+            try:
+                return aead.decrypt(nonce, sealed, bound_to.encode("utf-8")).decode("utf-8")
+            except (InvalidTag, ValueError, UnicodeError):
+                continue
+        raise Unavailable(
+            "a sealed secret cannot be opened: it was sealed with another key "
+            f"({KEY_FILE_NAME} replaced or lost, or {ENCRYPTION_KEY_ENV} changed without "
+            "the old key among the previous ones) or altered"
+        )
+
+    def reseal(self, value: str, *, bound_to: str = "") -> str:
+        """``value`` sealed anew with the current key (opened with any key)."""
+        return self.seal(self.open(value, bound_to=bound_to), bound_to=bound_to)
+
+
+def _subkey(master_key: bytes, purpose: str) -> bytes:
+    hkdf = HKDF(
+        algorithm=hashes.SHA256(),
+        length=KEY_BYTES,
+        salt=None,
+        info=_HKDF_INFO + purpose.encode("utf-8"),
+    )
+    return hkdf.derive(master_key)
 
 
 def is_sealed(value: str) -> bool:
     return value.startswith(PREFIX)
-
-
-def load_or_create_key(data_dir: Path) -> bytes:
-    """The workspace's master key, made (0600, in a 0700 folder) on first use."""
-    path = data_dir / KEY_FILE_NAME
-    if not path.exists():
-        make_private_dir(data_dir)
-        write_private(path, os.urandom(KEY_BYTES), replace=False)
-    warn_repaired([m for m in (tighten(path),) if m], "the secrets key")
-    key = path.read_bytes()
-    if len(key) != KEY_BYTES:
-        raise Unavailable(
-            f"{path} is damaged ({len(key)} bytes, not {KEY_BYTES}): the secrets sealed "
-            "with it cannot be read; restore it from a backup"
-        )
-    return key
 
 
 def catalog_secrets_dir(engine: Engine) -> Path:

@@ -30,6 +30,8 @@ from autorag.private_files import (
 
 DATA_DIR_NAME = ".autorag"
 UPLOADS_DIR_NAME = "uploads"  # <data dir>/uploads/<workspace short id>/<sha256>.<type>
+# A restore stages what it puts back in <root>/.autorag-restore-<hex>/ (autorag.backup).
+RESTORE_STAGING_PREFIX = ".autorag-restore-"
 WORKSPACE_ENV = "AUTORAG_WORKSPACE_DIR"
 
 _CONFIG_HEADER = """\
@@ -76,6 +78,20 @@ class Workspace:
     @property
     def refresh_lock_file(self) -> Path:
         return self.data_dir / "refresh.lock"
+
+    @property
+    def backups_dir(self) -> Path:
+        """Backups written here (unless ``backup.dir`` says elsewhere), safety backups too."""
+        return self.data_dir / "backups"
+
+    @property
+    def server_lock_file(self) -> Path:
+        """Held (shared) by a running server or worker, exclusively by a restore."""
+        return self.data_dir / "server.lock"
+
+    def restore_staging_dirs(self) -> list[Path]:
+        """The staging folders of restores under way, or killed half-way."""
+        return sorted(self.root.glob(f"{RESTORE_STAGING_PREFIX}*"))
 
     @property
     def p2p_dir(self) -> Path:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sqlalchemy import select, update
 
 from autorag.errors import InvalidInput, NotFound
+from autorag.store.catalog import outbox
 from autorag.store.catalog.models import WorkspaceRow
 from autorag.store.catalog.repository import Catalog, WorkspaceInfo
 
@@ -54,6 +55,11 @@ class WorkspaceSettings(BaseModel):
     ocr_instructions: str = Field(
         default="", max_length=4000, description="Added to the vision OCR prompt"
     )
+    # OCR choices of this workspace over the server's [ocr] settings (None: the server's);
+    # checked against what is installed and configured by autorag.ocr.options.
+    ocr_engine: str | None = Field(default=None, max_length=20)  # an engine, auto or off
+    ocr_languages: list[str] | None = Field(default=None, max_length=20)  # Tesseract codes
+    ocr_vision_model: str | None = Field(default=None, max_length=300)  # provider/model
 
 
 def read_settings(catalog: Catalog, workspace: WorkspaceInfo) -> WorkspaceSettings:
@@ -81,6 +87,9 @@ def update_settings(
             .where(WorkspaceRow.id == workspace.id)
             .values(settings=json.dumps(merged, sort_keys=True))
         )
+        # Which settings changed, not their values (a prompt may be anything).
+        changed = {"workspace": workspace.id, "settings": sorted(changes)}
+        outbox.emit(conn, "workspace.updated", changed, workspace=workspace.name)
     return settings
 
 

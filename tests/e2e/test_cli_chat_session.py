@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from autorag.workspace import init_workspace
-from tests.cli import AUTORAG
+from tests.cli import AUTORAG, interruptible
 from tests.doubles import Error, ScriptedOpenAI, Text, Turn
 from tests.doubles.script import message_text
 
@@ -25,9 +25,12 @@ PROMPT = "you> "
 # A failure's limit, never a measurement: a busy machine starts Python slowly.
 PATIENCE_S = 120.0
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-# An answer long and slow enough to be stopped in its middle; the test waits for its
-# first words before it sends SIGINT, so no timing decides where the signal lands.
-SLOW_ANSWER = Text(" ".join(["The lighthouse keeper logs the tide."] * 400), delay_s=0.05)
+# An answer the model holds in its middle (``hold_next_at``) until the test releases
+# it: the test waits for its first words, sends SIGINT, and sees "(Stopped)" while the
+# rest cannot have streamed yet, so no timing decides where the signal lands.
+HOLD_AT = "The keeper rests here."
+SENTENCE = "The lighthouse keeper logs the tide."
+SLOW_ANSWER = Text(" ".join([SENTENCE] * 30 + [HOLD_AT] + [SENTENCE] * 30))
 
 
 def _turn(request: dict[str, Any]) -> Turn:
@@ -45,7 +48,13 @@ class Terminal:
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.master, child = os.openpty()
         self.process = subprocess.Popen(
-            args, stdin=child, stdout=child, stderr=child, env=env, start_new_session=True
+            args,
+            stdin=child,
+            stdout=child,
+            stderr=child,
+            env=env,
+            start_new_session=True,
+            preexec_fn=interruptible,
         )
         os.close(child)
         self.seen = ""  # everything so far, escape codes removed
@@ -117,11 +126,17 @@ def test_a_session_survives_mistakes_and_a_stopped_answer(
     assert "scripted/story-model" in unknown  # which models exist
     assert model.requests == []  # no command went to the model as a question
 
-    terminal.send("Tell me slowly about the lighthouse\n")
-    terminal.expect("lighthouse keeper logs")  # the answer is streaming
-    terminal.process.send_signal(signal.SIGINT)
+    model.hold_next_at(HOLD_AT)
+    try:
+        terminal.send("Tell me slowly about the lighthouse\n")
+        terminal.expect("lighthouse keeper logs")  # the answer is streaming, then held
+        terminal.process.send_signal(signal.SIGINT)
+        terminal.expect("(Stopped)")
+    finally:
+        model.release()  # the stopped answer's stream ends; the session goes on
     stopped = terminal.expect(PROMPT)
-    assert "(Stopped)" in stopped and "Traceback" not in stopped
+    assert "Traceback" not in stopped
+    assert terminal.seen.count(SENTENCE) <= 30  # nothing after the hold was shown
 
     terminal.send("Is the broken model still there?\n")
     failed = terminal.expect(PROMPT)

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
 from autorag.workspace import Workspace
-from tests.cli import AUTORAG
+from tests.cli import AUTORAG, interruptible
 from tests.e2e.test_cli import run, run_json
 from tests.workspaces import catalog_sql, new_workspace
 from tests.workspaces import catalog_url as workspace_catalog
@@ -41,13 +41,13 @@ import os, sys, time
 from autorag.store.catalog.repository import Catalog
 ready_fd, pause_after = int(sys.argv.pop(1)), int(sys.argv.pop(1))
 real_mark_ready, marked = Catalog.mark_ready, 0
-def mark_ready(self, document_ids, embedding_model):
+def mark_ready(self, document_ids, embedding_model, **options):
     global marked
     if marked >= pause_after:
         os.write(ready_fd, b"paused\\n")
         while True:
             time.sleep(60)  # until the signal
-    real_mark_ready(self, document_ids, embedding_model)
+    real_mark_ready(self, document_ids, embedding_model, **options)
     marked += len(document_ids)
 Catalog.mark_ready = mark_ready
 from autorag.cli.main import run
@@ -92,6 +92,7 @@ def test_refresh_interrupted_midway_then_resumed(
             stdout=subprocess.DEVNULL,
             stderr=errors,
             pass_fds=[paused_write],
+            preexec_fn=interruptible,
         )
         os.close(paused_write)
         with os.fdopen(paused_read, "rb") as paused:

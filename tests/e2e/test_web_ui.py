@@ -189,6 +189,9 @@ def setup_and_login(page: Any, server: Server, shots: Shots) -> None:
     assert token and not token.startswith("ark_")
 
     # A token the server no longer accepts: back to the login, then back where we were.
+    # The chat page's own requests finish first: one of them answered 401 would end the
+    # session before the click below, and the link would be gone.
+    page.wait_for_load_state("networkidle")
     page.evaluate(
         "const s = JSON.parse(sessionStorage.getItem('autorag.session'));"
         "sessionStorage.setItem('autorag.session', JSON.stringify({...s, token: 'expired'}))"

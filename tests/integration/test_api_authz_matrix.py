@@ -34,6 +34,44 @@ issue, never from the production permission code:
 * synthesis (runs proposing archive pages from the documents): managers and admins
   only (``archive:write``), reading runs included; a run of the other workspace, asked
   for under this workspace's archive, is missing (404).
+* backups are the installation's: an admin's only (``backup:admin``: the runs, a
+  backup made now, one downloaded or verified, the scheduled jobs), by a caller confined
+  to no workspaces; restoring one and re-keying the stored secrets need a password
+  login too (``backup:restore``). A restore is asked for without ``confirm`` here (400:
+  it would replace the world the other cells run in; test_api_backups.py restores).
+* web push: the VAPID public key and the service worker are public; every user
+  subscribes their own browsers and chooses their topics (``push:use``, API keys too);
+  a test notification is an unconfined admin's (``push:admin``), sent here to a user
+  with no browser (nothing leaves the machine; test_api_push.py sends real ones).
+* webhooks send the installation's events out: an unconfined admin's only
+  (``webhooks:admin``), and protected (a password login or a protection-scoped key).
+  The test event goes to a loopback URL made outside the server, which the server's
+  guard refuses (``allow_private`` off): nothing is sent (test_webhooks.py sends real
+  ones).
+* MCP tool servers installed in a workspace (``mcp:admin``): its admins', protected (a
+  password login or a protection-scoped key: installing one runs a command here). The
+  cells install a command that does not exist (400: no process runs in the matrix;
+  test_mcp_tools.py installs a real one) and test one that cannot start (200, not ok).
+* the event log (``GET /api/events``) is the installation's: an unconfined admin's
+  (``events:read``), API keys included; it never carries a document's text.
+* MCP (``POST /mcp``, streamable HTTP): any valid credentials (no credentials: 401);
+  each tool call is then scoped as the routes are (test_mcp_server.py calls them).
+* a workspace's OCR settings (engine, languages, vision model) are read as its OCR
+  instructions are (``documents:read``) and changed as they are (``workspaces:write``).
+* re-indexing every workspace after an embedding model change
+  (``/api/system/reindex-documents``) rebuilds the vectors of all of them: an admin
+  confined to no workspace (``workspaces:admin`` everywhere, as the per-workspace
+  re-embed needs it in one), and, as that re-embed, protected: heavy work over every
+  workspace that a leaked key must not be able to start again and again (a password
+  login or a protection-scoped key). Its progress is read by the same admins, keys too.
+* chat widgets of a workspace (``widgets:admin``): its admins', protected (a password
+  login or a protection-scoped key: a widget answers anonymous visitors of other sites
+  from the workspace). A visitor's routes are public, by the widget's id: its
+  configuration (200), and a question without the ``X-Widget-Id`` header (400: no
+  model runs in the matrix; test_api_widgets.py asks real ones); ``/widget.js`` too.
+* a YouTube video is added as a document is uploaded (``documents:write``). The cells
+  send a URL of no video (400: nothing may reach the network here); test_youtube.py
+  adds real ones, YouTube answered from recorded files.
 
 Destructive cells act on fresh objects (a document, a user, a key made for the cell)
 when they may succeed, and on the fixtures when they must be refused, which then must
@@ -61,19 +99,23 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, select, text, update
 from tests.integration.conftest import API_TIMEOUT, PROCESSED, PROCESSED_WAIT_S, bearer
 from tests.workspaces import catalog_url
 
 from autorag.auth import service
+from autorag.config import Settings, WebhookSettings
 from autorag.context import AppContext
+from autorag.mcp_tools import store as mcp_store
+from autorag.mcp_tools.models import ToolInfo
 from autorag.ocr import store as ocr_store
 from autorag.p2p.approvals import Approvals, PendingSource
 from autorag.p2p.registry import PeerRegistry
-from autorag.store.catalog.db import create_catalog_engine
+from autorag.store.catalog.db import bind_data_dir, create_catalog_engine
 from autorag.store.catalog.models import JobRow, OcrJobRow
 from autorag.store.catalog.repository import Catalog
 from autorag.synth.store import SynthRunRow
+from autorag.webhooks.service import WebhookService
 
 if TYPE_CHECKING:
     from tests.integration.conftest import ApiServer, LaunchApi
@@ -97,6 +139,7 @@ _MEMBER = {
     "chat:use",
     "keys:write",
     "archive:read",
+    "push:use",
 }
 _MANAGER = _MEMBER | {"workspaces:write", "policy:write", "archive:write"}
 _ADMIN = _MANAGER | {
@@ -106,6 +149,13 @@ _ADMIN = _MANAGER | {
     "dlp:admin",
     "dlp:reveal",
     "p2p:admin",
+    "backup:admin",
+    "backup:restore",
+    "push:admin",
+    "webhooks:admin",
+    "events:read",
+    "mcp:admin",
+    "widgets:admin",
 }
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
     "member": frozenset(_MEMBER),
@@ -115,7 +165,18 @@ ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
 # Credentials are managed with a password login: an API key mints, lists and revokes
 # no credentials, so a leaked key cannot outlive its own revocation.
 LOGIN_ONLY = frozenset(
-    {"users:admin", "keys:admin", "keys:write", "dlp:reveal", "policy:write", "p2p:admin"}
+    {
+        "users:admin",
+        "keys:admin",
+        "keys:write",
+        "dlp:reveal",
+        "policy:write",
+        "p2p:admin",
+        "backup:restore",
+        "webhooks:admin",  # protected: no key here has the admin:protection scope
+        "mcp:admin",  # protected too
+        "widgets:admin",  # protected: a widget publishes a workspace to other sites
+    }
 )
 
 
@@ -193,6 +254,8 @@ class World:
     # Each workspace's synthesis run waiting for review that refused cells aim at: the
     # fixture document it reads, and the run (made again with the workspace).
     kept_run: dict[str, tuple[int, int]] = field(default_factory=dict)
+    kept_backup: int = 0  # a succeeded backup run the backup cells read
+    kept_job: str = ""  # the backup job refused cells aim at
     _counter: Iterator[int] = field(default_factory=itertools.count)
 
     @property
@@ -285,8 +348,12 @@ class World:
 
 
 @pytest.fixture(scope="module")
-def world(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> Iterator[World]:
+def world(
+    tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi, request: pytest.FixtureRequest
+) -> Iterator[World]:
     def prepare(context: AppContext) -> tuple[dict[str, str], service.ApiKeyInfo, str]:
+        if context.settings.database_url:  # backups dump it with pg_dump of its version
+            _pg_binaries(context, request.getfixturevalue("postgres_server"))
         catalog = context.catalog
         catalog.ensure_workspace(B)
         for username, role in [
@@ -334,6 +401,15 @@ def world(tmp_path_factory: pytest.TempPathFactory, launch_api: LaunchApi) -> It
             yield world
     finally:
         engine.dispose()
+
+
+def _pg_binaries(context: AppContext, postgres: Any) -> None:
+    """The workspace's backups use the test server's own pg_dump and psql (Debian's may
+    be older than the server, which pg_dump refuses)."""
+    config = context.workspace.read_config()
+    # TODO(lead): a public PostgresTestServer.bin_dir in tests/postgres.py.
+    config["backup"] = {"pg_bin_dir": str(postgres.bin_dir)}
+    context.workspace.write_config(config)
 
 
 # -- the routes -------------------------------------------------------------------------
@@ -1959,11 +2035,262 @@ def _resumed_check(cell: Cell, response: httpx.Response) -> None:
     assert _stopped_run(cell.world, cell.workspace, run["id"])["status"] == "ready"
 
 
+# -- backups: the installation's, an unconfined admin's ----------------------------------
+BACKUP_WAIT_S = 120.0
+
+
+def _backup_done(world: World, run_id: int) -> dict[str, Any]:
+    deadline = time.monotonic() + BACKUP_WAIT_S
+    while True:
+        response = world.call("GET", f"/api/backups/{run_id}", world.admin)
+        assert response.status_code == 200, response.text
+        run: dict[str, Any] = response.json()
+        if run["status"] != "running" or time.monotonic() > deadline:
+            return run
+        time.sleep(POLL_S)
+
+
+def _kept_backup(world: World) -> int:
+    """A succeeded backup (made once, by the admin)."""
+    if not world.kept_backup:
+        response = world.call("POST", "/api/backups/trigger", world.admin, json={})
+        assert response.status_code == 202, response.text
+        _backed_up(world, response.json()["id"])
+    return world.kept_backup
+
+
+def _backed_up(world: World, run_id: int) -> None:
+    run = _backup_done(world, run_id)
+    assert run["status"] == "succeeded", run
+    world.kept_backup = run_id
+
+
+def _trigger_check(cell: Cell, response: httpx.Response) -> None:
+    started = response.json()
+    assert (started["trigger"], started["status"] in ("running", "succeeded")) == ("manual", True)
+    _backed_up(cell.world, started["id"])
+
+
+def _backups_check(cell: Cell, response: httpx.Response) -> None:
+    assert isinstance(response.json()["runs"], list)
+
+
+def _a_backup(cell: Cell) -> Params:
+    return {"run": _kept_backup(cell.world)}, {}
+
+
+def _unconfirmed(cell: Cell) -> Params:
+    return {"run": _kept_backup(cell.world)}, {"json": {"confirm": False}}
+
+
+def _backup_check(cell: Cell, response: httpx.Response) -> None:
+    run = response.json()
+    assert (run["id"], run["status"]) == (cell.world.kept_backup, "succeeded") and run["log"]
+
+
+def _download_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.content[:4] == b"ARBK"  # encrypted, as stored
+
+
+def _verified_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["ok"] is True, response.json()
+
+
+def _backup_job(world: World, name: str) -> dict[str, Any]:
+    where = f"local:{world.api.workspace.root / 'matrix-backups'}"
+    return {"name": name, "cron": "0 3 * * *", "destination": where, "enabled": False}
+
+
+def _kept_job(world: World) -> str:
+    if not world.kept_job:
+        body = _backup_job(world, "matrix-kept")
+        response = world.call("POST", "/api/backups/jobs", world.admin, json=body)
+        assert response.status_code == 201, response.text
+        world.kept_job = "matrix-kept"
+    return world.kept_job
+
+
+def _backup_job_names(world: World) -> set[str]:
+    response = world.call("GET", "/api/backups/jobs", world.admin)
+    assert response.status_code == 200, response.text
+    return {j["name"] for j in response.json()["jobs"]}
+
+
+def _new_backup_job(cell: Cell) -> Params:
+    return {}, {"json": _backup_job(cell.world, cell.world.fresh("job-"))}
+
+
+def _new_backup_job_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["name"] in _backup_job_names(cell.world)
+
+
+def _kept_job_patch(cell: Cell) -> Params:
+    return {"name": _kept_job(cell.world)}, {"json": {"retentionDays": 30}}
+
+
+def _doomed_backup_job(cell: Cell) -> Params:
+    """A fresh job for the one who may remove it; the kept one otherwise."""
+    world = cell.world
+    if not cell.succeeds:
+        return {"name": _kept_job(world)}, {}
+    name = world.fresh("doomed-job-")
+    response = world.call("POST", "/api/backups/jobs", world.admin, json=_backup_job(world, name))
+    assert response.status_code == 201, response.text
+    return {"name": name}, {}
+
+
+def _doomed_backup_job_check(cell: Cell, response: httpx.Response) -> None:
+    names = _backup_job_names(cell.world)
+    assert _kept_job(cell.world) in names
+    if cell.succeeds:
+        assert response.request.url.path.rsplit("/", 1)[1] not in names
+
+
+def _restore_status_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["restoring"] is False
+
+
+def _rekey_check(cell: Cell, response: httpx.Response) -> None:
+    assert sum(response.json()["failed"].values()) == 0
+
+
 WS = "/api/workspaces/{workspace}"
 OCR = WS + "/ocr"
 ARC = WS + "/archives"
 PAGE = ARC + "/{name}/pages/{path:path}"
 SYNTH = ARC + "/{name}/synthesis"
+BACKUPS = "/api/backups"
+
+
+# -- web push: each user's own browsers ---------------------------------------------------
+PUSH = "/api/push"
+# A public address that is never contacted: subscribing stores it, and each cell that
+# made one removes it again, so no event of the matrix's world is pushed anywhere.
+PUSH_ENDPOINT = "https://93.184.216.34/push/matrix-"
+PUSH_KEYS = {
+    "p256dh": "BBoGq2hXK87n5g9jQ7mUO_uXuYreuA5_VhayZOUwspi4da"
+    "ULSbNb-t9iNKklXjsFVeIYKsfdL0gO6Gd8VjK9OW0",  # a browser's P-256 public key
+    "auth": "yqHLbrjI7hN7g9dUZXmbTg",
+}
+
+
+def _subscription(cell: Cell) -> Params:
+    endpoint = PUSH_ENDPOINT + cell.world.fresh(cell.who.name)
+    return {}, {"json": {"endpoint": endpoint, "keys": PUSH_KEYS}}
+
+
+def _subscription_removed(cell: Cell, response: httpx.Response) -> None:
+    if response.status_code == 201:
+        body = {"endpoint": json.loads(response.request.content)["endpoint"]}
+        gone = cell.world.call("DELETE", PUSH + "/subscribe", cell.credential, json=body)
+        assert gone.status_code == 204, gone.text
+
+
+def _own_subscription(cell: Cell) -> Params:
+    """The caller's own fresh subscription for one who may remove it."""
+    endpoint = PUSH_ENDPOINT + cell.world.fresh(cell.who.name)
+    if cell.succeeds:
+        body = {"endpoint": endpoint, "keys": PUSH_KEYS}
+        made = cell.world.call("POST", PUSH + "/subscribe", cell.credential, json=body)
+        assert made.status_code == 201, made.text
+    return {}, {"json": {"endpoint": endpoint}}
+
+
+def _push_preferences_check(cell: Cell, response: httpx.Response) -> None:
+    topics = [t["topic"] for t in response.json()["topics"]]
+    assert topics == ["approvals", "upload_failed", "backup_failed", "synthesis_ready"]
+
+
+def _push_test_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json() == {"sent": 0, "removed": 0, "failed": 0, "refused": 0}
+
+
+# -- webhooks: the installation's, an unconfined admin's, protected ---------------------
+HOOKS = "/api/webhooks"
+KEPT_HOOK = "matrix-kept"
+# Public, never contacted: no event of the matrix's world is one these webhooks want.
+HOOK_URL = "https://93.184.216.34/hooks/matrix"
+HOOK_EVENTS = ["webhook.test"]
+
+
+def _kept_hook(world: World) -> str:
+    """A webhook to a loopback URL, made with private targets allowed (the server
+    refuses to send to it: its test event is refused before anything leaves)."""
+    if world.exists(f"{HOOKS}/{KEPT_HOOK}"):
+        return KEPT_HOOK
+    bind_data_dir(world.engine, world.api.workspace.data_dir)  # the server's key seals it
+    allowing = Settings(webhooks=WebhookSettings(allow_private=True))
+    WebhookService(world.engine, allowing).create(KEPT_HOOK, "http://127.0.0.1:9/", HOOK_EVENTS)
+    return KEPT_HOOK
+
+
+def _new_hook(cell: Cell) -> Params:
+    body = {"name": cell.world.fresh("hook-"), "url": HOOK_URL, "events": HOOK_EVENTS}
+    return {}, {"json": body}
+
+
+def _new_hook_check(cell: Cell, response: httpx.Response) -> None:
+    made = response.json()
+    assert made["secret"].startswith("whsec_") and made["enabled"] is True
+    listed = cell.world.call("GET", HOOKS, cell.world.admin).json()["webhooks"]
+    assert all("secret" not in hook for hook in listed)
+
+
+def _a_hook(cell: Cell) -> Params:
+    return {"name": _kept_hook(cell.world)}, {}
+
+
+def _hook_patch(cell: Cell) -> Params:
+    return {"name": _kept_hook(cell.world)}, {"json": {"events": HOOK_EVENTS}}
+
+
+def _rotated_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["secret"].startswith("whsec_")
+
+
+def _doomed_hook(cell: Cell) -> Params:
+    """A fresh webhook for the one who may remove it; the kept one otherwise."""
+    world = cell.world
+    if not cell.succeeds:
+        return {"name": _kept_hook(world)}, {}
+    name = world.fresh("doomed-hook-")
+    body = {"name": name, "url": HOOK_URL, "events": HOOK_EVENTS}
+    made = world.call("POST", HOOKS, world.admin, json=body)
+    assert made.status_code == 201, made.text
+    return {"name": name}, {}
+
+
+def _doomed_hook_check(cell: Cell, response: httpx.Response) -> None:
+    assert cell.world.exists(f"{HOOKS}/{KEPT_HOOK}")
+    if cell.succeeds:
+        assert not cell.world.exists(response.request.url.path)
+
+
+def _hook_test_check(cell: Cell, response: httpx.Response) -> None:
+    sent = response.json()
+    assert (sent["status"], sent["event"]) == ("refused", "webhook.test"), sent
+    assert sent["responseCode"] is None
+
+
+def _events_check(cell: Cell, response: httpx.Response) -> None:
+    events = response.json()["events"]
+    assert events and all(SHARED_WORD not in json.dumps(e["data"]) for e in events)
+
+
+# -- MCP over streamable HTTP (issue 22): any valid credentials; each tool then checks the
+# caller's permissions and workspaces as the routes do (test_mcp_server.py calls them).
+MCP_TOOLS = {"search", "ask", "list_documents", "get_document", "wiki_query"}
+
+
+def _mcp_tools_list(cell: Cell) -> Params:
+    return {}, {"json": {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}
+
+
+def _mcp_tools_check(cell: Cell, response: httpx.Response) -> None:
+    tools = response.json()["result"]["tools"]
+    assert {tool["name"] for tool in tools} == MCP_TOOLS
+
+
 ENDPOINTS = [
     # Public: documentation, probes, first-run setup and login.
     Endpoint("GET", "/openapi.json", PUBLIC, 200),
@@ -2088,6 +2415,14 @@ ENDPOINTS = [
         workspace="path",
         send=_new_document,
         check=_new_document_check,
+    ),
+    Endpoint(
+        "POST",
+        WS + "/documents/youtube",
+        "documents:write",
+        400,  # a URL of no video, refused after the permission (see the docstring)
+        workspace="path",
+        send=lambda cell: ({}, {"json": {"url": "https://example.com/watch?v=kT3aHx9_wQo"}}),
     ),
     Endpoint(
         "GET",
@@ -2912,7 +3247,383 @@ ENDPOINTS = [
         check=_resumed_check,
         after=_kept_runs_wait,
     ),
+    # Backups: the installation's, an unconfined admin's; restore and rekey by login.
+    Endpoint("GET", BACKUPS, "backup:admin", 200, unconfined=True, check=_backups_check),
+    Endpoint(
+        "POST",
+        BACKUPS + "/trigger",
+        "backup:admin",
+        202,
+        unconfined=True,
+        send=lambda cell: ({}, {"json": {}}),
+        check=_trigger_check,
+    ),
+    Endpoint(
+        "GET",
+        BACKUPS + "/{run}",
+        "backup:admin",
+        200,
+        unconfined=True,
+        send=_a_backup,
+        check=_backup_check,
+    ),
+    Endpoint(
+        "GET",
+        BACKUPS + "/{run}/download",
+        "backup:admin",
+        200,
+        unconfined=True,
+        send=_a_backup,
+        check=_download_check,
+    ),
+    Endpoint(
+        "POST",
+        BACKUPS + "/{run}/verify",
+        "backup:admin",
+        200,
+        unconfined=True,
+        send=_a_backup,
+        check=_verified_check,
+    ),
+    # Refused without confirm (400) by one who may; see the module docstring.
+    Endpoint(
+        "POST",
+        BACKUPS + "/{run}/restore",
+        "backup:restore",
+        400,
+        unconfined=True,
+        send=_unconfirmed,
+    ),
+    Endpoint(
+        "GET",
+        BACKUPS + "/restore/status",
+        "backup:admin",
+        200,
+        unconfined=True,
+        check=_restore_status_check,
+    ),
+    Endpoint(
+        "POST", BACKUPS + "/rekey", "backup:restore", 200, unconfined=True, check=_rekey_check
+    ),
+    Endpoint("GET", BACKUPS + "/jobs", "backup:admin", 200, unconfined=True),
+    Endpoint(
+        "POST",
+        BACKUPS + "/jobs",
+        "backup:admin",
+        201,
+        unconfined=True,
+        send=_new_backup_job,
+        check=_new_backup_job_check,
+    ),
+    Endpoint(
+        "PATCH",
+        BACKUPS + "/jobs/{name}",
+        "backup:admin",
+        200,
+        unconfined=True,
+        send=_kept_job_patch,
+    ),
+    Endpoint(
+        "DELETE",
+        BACKUPS + "/jobs/{name}",
+        "backup:admin",
+        204,
+        unconfined=True,
+        send=_doomed_backup_job,
+        after=_doomed_backup_job_check,
+    ),
+    # Web push: public key and service worker; each user's own browsers and topics.
+    Endpoint("GET", "/sw.js", PUBLIC, 200),
+    Endpoint("GET", PUSH + "/vapid-key", PUBLIC, 200),
+    Endpoint(
+        "POST",
+        PUSH + "/subscribe",
+        "push:use",
+        201,
+        send=_subscription,
+        after=_subscription_removed,
+    ),
+    Endpoint("DELETE", PUSH + "/subscribe", "push:use", 204, send=_own_subscription),
+    Endpoint("GET", PUSH + "/preferences", "push:use", 200, check=_push_preferences_check),
+    Endpoint(
+        "PUT",
+        PUSH + "/preferences",
+        "push:use",
+        200,
+        send=lambda cell: ({}, {"json": {"topics": {"upload_failed": True}}}),
+        check=_push_preferences_check,
+    ),
+    Endpoint(
+        "POST",
+        PUSH + "/test",
+        "push:admin",
+        200,
+        unconfined=True,
+        send=lambda cell: ({}, {"json": {"usernames": ["victim"]}}),
+        check=_push_test_check,
+    ),
+    # Webhooks: an unconfined admin's, protected (a password login here).
+    Endpoint("GET", HOOKS, "webhooks:admin", 200, unconfined=True),
+    Endpoint(
+        "POST",
+        HOOKS,
+        "webhooks:admin",
+        201,
+        unconfined=True,
+        send=_new_hook,
+        check=_new_hook_check,
+    ),
+    Endpoint("GET", HOOKS + "/{name}", "webhooks:admin", 200, unconfined=True, send=_a_hook),
+    Endpoint("PATCH", HOOKS + "/{name}", "webhooks:admin", 200, unconfined=True, send=_hook_patch),
+    Endpoint(
+        "DELETE",
+        HOOKS + "/{name}",
+        "webhooks:admin",
+        204,
+        unconfined=True,
+        send=_doomed_hook,
+        after=_doomed_hook_check,
+    ),
+    Endpoint(
+        "POST",
+        HOOKS + "/{name}/test",
+        "webhooks:admin",
+        200,
+        unconfined=True,
+        send=_a_hook,
+        check=_hook_test_check,
+    ),
+    Endpoint(
+        "GET", HOOKS + "/{name}/deliveries", "webhooks:admin", 200, unconfined=True, send=_a_hook
+    ),
+    Endpoint(
+        "POST",
+        HOOKS + "/{name}/rotate-secret",
+        "webhooks:admin",
+        200,
+        unconfined=True,
+        send=_a_hook,
+        check=_rotated_check,
+    ),
+    # The event log: the installation's, an unconfined admin's (API keys too).
+    Endpoint("GET", "/api/events", "events:read", 200, unconfined=True, check=_events_check),
+    Endpoint("GET", "/api/events/names", "events:read", 200, unconfined=True),
+    # MCP (streamable HTTP): any valid credentials; the tools scope each call.
+    Endpoint("POST", "/mcp", AUTHENTICATED, 200, send=_mcp_tools_list, check=_mcp_tools_check),
 ]
+
+
+# -- MCP tool servers: a workspace's admins', protected ----------------------------------
+MCP_SERVERS = WS + "/mcp-servers"
+KEPT_MCP = "matrix-kept"
+NO_COMMAND = ["/nonexistent/matrix-mcp-server"]  # never starts: nothing runs here
+
+
+def _kept_mcp(world: World, workspace: str) -> str:
+    """A server installed straight into the catalog (no process started to list its
+    tools): its command does not exist, so a test of it is answered, not ok."""
+    if world.exists(f"/api/workspaces/{workspace}/mcp-servers/{KEPT_MCP}"):
+        return KEPT_MCP
+    with world.engine.connect() as conn:
+        ws_id = conn.execute(
+            text("SELECT id FROM workspaces WHERE name = :n"), {"n": workspace}
+        ).scalar_one()
+    tool = ToolInfo("echo", "Echo.", {"type": "object", "properties": {}})
+    new = mcp_store.NewServer(KEPT_MCP, "stdio", NO_COMMAND, None, {}, [tool], ["echo"])
+    mcp_store.insert_server(world.engine, ws_id, workspace, new, seal=_no_seal, actor="matrix")
+    return KEPT_MCP
+
+
+def _no_seal(plaintext: str, bound_to: str) -> str:
+    raise AssertionError("a stdio server has no headers to seal")
+
+
+def _new_mcp(cell: Cell) -> Params:
+    return {}, {"json": {"name": cell.world.fresh("mcp-"), "command": NO_COMMAND}}
+
+
+def _a_kept_mcp(cell: Cell) -> Params:
+    return {"name": _kept_mcp(cell.world, cell.workspace or A)}, {}
+
+
+def _mcp_patch(cell: Cell) -> Params:
+    return {"name": _kept_mcp(cell.world, cell.workspace or A)}, {"json": {"tools": ["echo"]}}
+
+
+def _doomed_mcp(cell: Cell) -> Params:
+    """A fresh server for the one who may remove it; the kept one otherwise."""
+    world, workspace = cell.world, cell.workspace or A
+    if not cell.allowed:
+        return {"name": _kept_mcp(world, workspace)}, {}
+    name = world.fresh("doomed-mcp-")
+    with world.engine.connect() as conn:
+        ws_id = conn.execute(
+            text("SELECT id FROM workspaces WHERE name = :n"), {"n": workspace}
+        ).scalar_one()
+    new = mcp_store.NewServer(name, "stdio", NO_COMMAND, None, {}, [], [])
+    mcp_store.insert_server(world.engine, ws_id, workspace, new, seal=_no_seal, actor="matrix")
+    return {"name": name}, {}
+
+
+def _mcp_test_check(cell: Cell, response: httpx.Response) -> None:
+    tested = response.json()
+    assert tested["ok"] is False and tested["error"], tested
+
+
+MCP_ENDPOINTS = [
+    Endpoint("GET", MCP_SERVERS, "mcp:admin", 200, workspace="path"),
+    # Refused after the permission check: the command cannot start (nothing runs).
+    Endpoint("POST", MCP_SERVERS, "mcp:admin", 400, workspace="path", send=_new_mcp),
+    Endpoint("GET", MCP_SERVERS + "/{name}", "mcp:admin", 200, workspace="path", send=_a_kept_mcp),
+    Endpoint("PATCH", MCP_SERVERS + "/{name}", "mcp:admin", 200, workspace="path", send=_mcp_patch),
+    Endpoint(
+        "DELETE", MCP_SERVERS + "/{name}", "mcp:admin", 204, workspace="path", send=_doomed_mcp
+    ),
+    Endpoint(
+        "POST",
+        MCP_SERVERS + "/{name}/test",
+        "mcp:admin",
+        200,
+        workspace="path",
+        send=_a_kept_mcp,
+        check=_mcp_test_check,
+    ),
+]
+ENDPOINTS += MCP_ENDPOINTS
+
+
+# -- settings pages (issue 22): a workspace's OCR settings; re-indexing every workspace ----
+REINDEX = "/api/system/reindex-documents"
+
+
+def _ocr_settings_check(cell: Cell, response: httpx.Response) -> None:
+    assert "off" in response.json()["engines"]
+
+
+def _new_ocr_settings(cell: Cell) -> Params:
+    return {}, {"json": {"languages": ["eng"]}}
+
+
+def _new_ocr_settings_check(cell: Cell, response: httpx.Response) -> None:
+    assert response.json()["languages"] == ["eng"]
+
+
+def _reindex_check(cell: Cell, response: httpx.Response) -> None:
+    """The run finishes before the next cell: a run under way would refuse the next
+    allowed start (409) and hold every workspace's re-embed."""
+    world, run_id = cell.world, response.json()["id"]
+    deadline = time.monotonic() + JOB_WAIT_S
+    while True:
+        run = world.call("GET", REINDEX, world.admin).json()["run"]
+        if run["status"] != "running" or time.monotonic() > deadline:
+            break
+        time.sleep(POLL_S)
+    assert (run["id"], run["status"]) == (run_id, "done"), run
+
+
+def _reindex_state_check(cell: Cell, response: httpx.Response) -> None:
+    assert "run" in response.json()
+
+
+SETTINGS_ENDPOINTS = [
+    Endpoint(
+        "GET", OCR + "/settings", "documents:read", 200, workspace="path", check=_ocr_settings_check
+    ),
+    Endpoint(
+        "PATCH",
+        OCR + "/settings",
+        "workspaces:write",
+        200,
+        workspace="path",
+        send=_new_ocr_settings,
+        check=_new_ocr_settings_check,
+    ),
+    Endpoint(
+        "POST",
+        REINDEX,
+        "workspaces:admin",
+        202,
+        unconfined=True,
+        protected=True,
+        check=_reindex_check,
+    ),
+    Endpoint("GET", REINDEX, "workspaces:admin", 200, unconfined=True, check=_reindex_state_check),
+]
+ENDPOINTS += SETTINGS_ENDPOINTS
+
+
+# -- chat widgets: a workspace's admins', protected; a visitor's routes public ------------
+WIDGETS = WS + "/widgets"
+KEPT_WIDGET = "matrix-kept"
+
+
+def _kept_widget(world: World, workspace: str) -> str:
+    """The public id of the workspace's kept widget, made by its admin when missing."""
+    path = f"/api/workspaces/{workspace}/widgets"
+    listed = world.call("GET", path, world.admin).json()["widgets"]
+    found = [w["publicId"] for w in listed if w["name"] == KEPT_WIDGET]
+    if found:
+        return str(found[0])
+    body = {"name": KEPT_WIDGET, "allowedOrigins": ["https://shop.example.test"]}
+    made = world.call("POST", path, world.admin, json=body)
+    assert made.status_code == 201, made.text
+    return str(made.json()["publicId"])
+
+
+def _new_widget(cell: Cell) -> Params:
+    return {}, {"json": {"name": cell.world.fresh("widget-"), "greeting": "Hello"}}
+
+
+def _a_kept_widget(cell: Cell) -> Params:
+    return {"widgetId": _kept_widget(cell.world, cell.workspace or A)}, {}
+
+
+def _widget_patch(cell: Cell) -> Params:
+    return _a_kept_widget(cell)[0], {"json": {"greeting": "Hello again"}}
+
+
+def _doomed_widget(cell: Cell) -> Params:
+    """A fresh widget for the one who may remove it; the kept one otherwise."""
+    world, workspace = cell.world, cell.workspace or A
+    if not cell.allowed:
+        return {"widgetId": _kept_widget(world, workspace)}, {}
+    path = f"/api/workspaces/{workspace}/widgets"
+    made = world.call("POST", path, world.admin, json={"name": world.fresh("doomed-widget-")})
+    assert made.status_code == 201, made.text
+    return {"widgetId": made.json()["publicId"]}, {}
+
+
+def _visitor_widget(cell: Cell) -> Params:
+    return {"widgetId": _kept_widget(cell.world, A)}, {}
+
+
+def _visitor_question(cell: Cell) -> Params:
+    """No X-Widget-Id: refused before any model runs (400)."""
+    return _visitor_widget(cell)[0], {"json": {"message": "hello"}}
+
+
+WIDGET_ENDPOINTS = [
+    Endpoint("GET", WIDGETS, "widgets:admin", 200, workspace="path"),
+    Endpoint("POST", WIDGETS, "widgets:admin", 201, workspace="path", send=_new_widget),
+    Endpoint(
+        "GET", WIDGETS + "/{widgetId}", "widgets:admin", 200, workspace="path", send=_a_kept_widget
+    ),
+    Endpoint(
+        "PATCH", WIDGETS + "/{widgetId}", "widgets:admin", 200, workspace="path", send=_widget_patch
+    ),
+    Endpoint(
+        "DELETE",
+        WIDGETS + "/{widgetId}",
+        "widgets:admin",
+        204,
+        workspace="path",
+        send=_doomed_widget,
+    ),
+    Endpoint("GET", "/api/widget/{widgetId}/config", PUBLIC, 200, send=_visitor_widget),
+    Endpoint("POST", "/api/widget/{widgetId}/chat/stream", PUBLIC, 400, send=_visitor_question),
+    Endpoint("GET", "/widget.js", PUBLIC, 200),
+]
+ENDPOINTS += WIDGET_ENDPOINTS
 
 
 CellKey = tuple[Who, str | None, str | None]  # who calls, in which workspace, which target

@@ -41,9 +41,6 @@ if TYPE_CHECKING:
     from tests.integration.conftest import ApiServer, LaunchApi
 
 
-# argon2 at its production cost (tests/conftest.py): the cost is part of what is tested.
-pytestmark = pytest.mark.production_password_cost
-
 PASSWORD = "a long enough password"
 SCOPE = "admin:protection"
 PROTECTION_WORDS = "needs a password login, or an API key created with the 'admin:protection'"

@@ -36,7 +36,7 @@ from autorag.ingest.uploads import ReceivedFile, store_upload
 from autorag.jobs.worker import WorkerPool
 from autorag.ocr import service, store
 from autorag.retrieval.hybrid import SearchRequest
-from autorag.store.catalog import queue
+from autorag.store.catalog import outbox, queue
 from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.workspace import init_workspace
 from autorag.workspace_settings import update_settings
@@ -268,6 +268,10 @@ def test_a_poor_read_waits_for_review_then_approval_indexes_it(env: Env) -> None
     )
     assert (approved.status, approved.reviewed_by) == ("indexed", "tester")
     assert env.document(document_id).status == "ready"
+    events = outbox.list_events(env.context.catalog.engine, newest_first=False)
+    waiting = [e.data for e in events if e.name == "ocr.review_needed"]
+    assert {"job": job.id, "document": document_id}.items() <= waiting[-1].items()
+    assert [e.data for e in events if e.name == "ocr.approved"][-1]["job"] == job.id
     assert document_id in env.search("Xkcd qwrtz")
     with pytest.raises(Exception, match="not waiting for review"):
         service.reject(env.context, job.id, reviewer="tester", user_id=None)

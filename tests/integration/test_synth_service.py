@@ -29,7 +29,7 @@ from autorag.context import AppContext, open_context
 from autorag.errors import Conflict, Forbidden, InvalidInput, NotFound
 from autorag.ingest.minsync import refresh
 from autorag.jobs.worker import WorkerPool
-from autorag.store.catalog import queue
+from autorag.store.catalog import outbox, queue
 from autorag.store.catalog.models import DocumentRow, JobRow
 from autorag.synth.models import Selection, SynthItem, SynthRun
 from autorag.synth.service import SYNTH_JOB, SynthService
@@ -182,6 +182,8 @@ def test_an_extractive_run_from_start_to_approval(
     assert {"runId": run.id, "archive": archive.name, "items": run.items} in events(
         app, "synthesis.preview_ready"
     )
+    ready = outbox.list_events(app.catalog.engine, names=["synthesis.preview_ready"])
+    assert {"runId": run.id, "archive": archive.name, "items": run.items} in [e.data for e in ready]
 
     decision = service.approve(run.id, by="bob")
     assert decision.run.status == "applied" and decision.run.pending == 0
@@ -197,6 +199,10 @@ def test_an_extractive_run_from_start_to_approval(
     saved = [e for e in events(app, "archive.page_saved") if e["archive"] == archive.name]
     assert sorted(e["path"] for e in saved) == sorted(decision.pages)
     assert all(e["runId"] == run.id and e["version"] == 1 for e in saved)
+    in_log = outbox.list_events(app.catalog.engine, names=["archive.page_saved"], limit=1000)
+    assert sorted(saved, key=str) == sorted(
+        (e.data for e in in_log if e.data["archive"] == archive.name), key=str
+    )  # the audit joins the event log
     assert "jane-roe" in [h.path for h in wiki.search(archive, "Lisbon", mode="fts")]
     with app.catalog.engine.connect() as conn:
         done = conn.execute(

@@ -21,6 +21,7 @@ MEMBER = {
     "chat:use",
     "keys:write",
     "archive:read",
+    "push:use",
 }
 MANAGER = MEMBER | {"workspaces:write", "archive:write", "policy:write"}
 

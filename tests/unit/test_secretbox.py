@@ -1,7 +1,9 @@
-"""The secret box: AES-GCM with per-purpose subkeys of a workspace key kept in a file."""
+"""The secret box: AES-GCM with per-purpose subkeys of the workspace's keys (the key file,
+or the environment's key with the previous ones and the key file still opening)."""
 
 from __future__ import annotations
 
+import base64
 import os
 import stat
 from pathlib import Path
@@ -9,15 +11,23 @@ from pathlib import Path
 import pytest
 
 from autorag.errors import Unavailable
+from autorag.keyring import ENCRYPTION_KEY_ENV, PREVIOUS_KEYS_ENV, Keyring
 from autorag.secretbox import KEY_FILE_NAME, SecretBox, is_sealed, load_or_create_key
+
+NO_ENV: dict[str, str] = {}
+KEY_A, KEY_B = bytes([1]) * 32, bytes([2]) * 32
+
+
+def b64(key: bytes) -> str:
+    return base64.b64encode(key).decode()
 
 
 def test_sealed_text_opens_with_the_same_key_and_binding(tmp_path: Path) -> None:
-    box = SecretBox.for_workspace(tmp_path / ".autorag", "dlp_originals")
+    box = SecretBox.for_workspace(tmp_path / ".autorag", "dlp_originals", NO_ENV)
     sealed = box.seal("card 4111111111111111", bound_to="row-1")
     assert is_sealed(sealed) and "4111" not in sealed
     assert box.seal("card 4111111111111111", bound_to="row-1") != sealed  # fresh nonce
-    again = SecretBox.for_workspace(tmp_path / ".autorag", "dlp_originals")
+    again = SecretBox.for_workspace(tmp_path / ".autorag", "dlp_originals", NO_ENV)
     assert again.open(sealed, bound_to="row-1") == "card 4111111111111111"
     with pytest.raises(Unavailable, match="another key"):
         again.open(sealed, bound_to="row-2")  # copied onto another row
@@ -28,11 +38,11 @@ def test_sealed_text_opens_with_the_same_key_and_binding(tmp_path: Path) -> None
 
 
 def test_purposes_and_workspaces_have_their_own_keys(tmp_path: Path) -> None:
-    sealed = SecretBox.for_workspace(tmp_path / "a", "dlp_originals").seal("s")
+    sealed = SecretBox.for_workspace(tmp_path / "a", "dlp_originals", NO_ENV).seal("s")
     with pytest.raises(Unavailable):
-        SecretBox.for_workspace(tmp_path / "a", "provider_keys").open(sealed)
+        SecretBox.for_workspace(tmp_path / "a", "provider_keys", NO_ENV).open(sealed)
     with pytest.raises(Unavailable):
-        SecretBox.for_workspace(tmp_path / "b", "dlp_originals").open(sealed)
+        SecretBox.for_workspace(tmp_path / "b", "dlp_originals", NO_ENV).open(sealed)
 
 
 def test_the_key_file_is_owner_only_made_once_and_repaired(tmp_path: Path) -> None:
@@ -52,3 +62,30 @@ def test_the_key_file_is_owner_only_made_once_and_repaired(tmp_path: Path) -> No
             load_or_create_key(data_dir)
     finally:
         os.umask(old)
+
+
+def test_values_sealed_with_the_key_file_open_once_the_environment_key_is_set(
+    tmp_path: Path,
+) -> None:
+    data_dir = tmp_path / ".autorag"
+    old = SecretBox.for_workspace(data_dir, "model_connections", NO_ENV).seal("k1", bound_to="x")
+    env = {ENCRYPTION_KEY_ENV: b64(KEY_A)}
+    box = SecretBox.for_workspace(data_dir, "model_connections", env)
+    assert box.open(old, bound_to="x") == "k1"
+    new = box.seal("k2", bound_to="x")
+    env_only = SecretBox.for_keyring(Keyring(KEY_A), "model_connections")
+    assert env_only.open(new, bound_to="x") == "k2"
+    with pytest.raises(Unavailable, match="another key"):
+        env_only.open(old, bound_to="x")  # the key file's, not the environment key's
+    resealed = box.reseal(old, bound_to="x")
+    assert resealed != old and env_only.open(resealed, bound_to="x") == "k1"
+    with pytest.raises(Unavailable):
+        box.reseal(old, bound_to="y")  # the binding still holds
+
+
+def test_a_rotated_key_still_opens_what_it_sealed(tmp_path: Path) -> None:
+    sealed = SecretBox.for_workspace(tmp_path, "p", {ENCRYPTION_KEY_ENV: b64(KEY_A)}).seal("s")
+    rotated = {ENCRYPTION_KEY_ENV: b64(KEY_B), PREVIOUS_KEYS_ENV: b64(KEY_A)}
+    assert SecretBox.for_workspace(tmp_path, "p", rotated).open(sealed) == "s"
+    with pytest.raises(Unavailable):
+        SecretBox.for_workspace(tmp_path, "p", {ENCRYPTION_KEY_ENV: b64(KEY_B)}).open(sealed)

@@ -35,7 +35,7 @@ from autorag.agent.budget import (
 )
 from autorag.agent.citations import Renumbering
 from autorag.agent.events import CitationsEvent, Emit, PlanEvent, StatusEvent, TokenEvent
-from autorag.agent.prompts import FINAL_ANSWER_NOW, system_prompt
+from autorag.agent.prompts import FINAL_ANSWER_NOW, reference_context, system_prompt
 from autorag.agent.skills.base import (
     NOBODY,
     Caller,
@@ -105,6 +105,9 @@ class AgentRequest:
     # The client receives the events (``wiki_edit``): offers wiki_write. False for a
     # caller that drops them (the OpenAI-compatible API, a peer's session).
     receives_events: bool = False
+    # Reference text to answer from (a widget's ragContext), put in the system prompt as
+    # data; the caller removed rag_search from the skills.
+    rag_context: str | None = None
 
 
 @dataclass
@@ -449,6 +452,8 @@ class Orchestrator:
         )
         if request.archive:
             prompt += "\n\n" + ARCHIVE_NOTE.format(archive=request.archive)
+        if request.rag_context:
+            prompt += "\n\n" + reference_context(request.rag_context)
         return prompt
 
     def _final_answer(self, messages: list[ChatMessage]) -> str:

@@ -9,6 +9,7 @@ from typing import Annotated, TypeVar
 from anyio import CapacityLimiter
 from fastapi import Depends, Path, Request
 
+from autorag.api.maintenance import Maintenance
 from autorag.api.state import AuthState, ServerState
 from autorag.chat.service import ChatService
 from autorag.context import AppContext
@@ -35,6 +36,9 @@ def _part(get: Callable[[ServerState], T]) -> Callable[[Request], Awaitable[T]]:
     return dependency
 
 
+# The whole state, for what replaces its parts (a restore).
+ServerDep = Annotated[ServerState, Depends(_part(lambda server: server))]
+MaintenanceDep = Annotated[Maintenance, Depends(_part(lambda server: server.maintenance))]
 AppDep = Annotated[AppContext, Depends(_part(lambda server: server.context))]
 AuthDep = Annotated[AuthState, Depends(_part(lambda server: server.auth))]
 ChatServiceDep = Annotated[ChatService, Depends(_part(lambda server: server.chat))]

@@ -1,10 +1,16 @@
 """The server's state: every long-lived part of a running server, in one typed object.
 
 ``running_server`` builds and starts the parts in the order they need each other, and
-stops them in reverse: the context (catalog, stores), the authentication state, the
-services (chat, DLP, the search limiter), the background workers, the model router's
+stops them in reverse: the hold on the workspace (``autorag.backup.presence``: a restore
+from the command line refuses while a server runs), the context (catalog, stores), the
+authentication state, the services (chat, DLP, the search limiter), the background
+workers, the backup scheduler, the event dispatcher (webhooks, push), the model router's
 polling, and last P2P, which answers peers through the chat and DLP services. Routes
 reach the parts through the dependencies in ``autorag.api.deps``.
+
+A restore through the API (``restore_backup``) replaces the catalog and the files under
+the running server: in maintenance (``autorag.api.maintenance``), with the workers and
+the scheduler stopped and the catalog closed, then reopened and started again.
 """
 
 from __future__ import annotations
@@ -12,27 +18,42 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import logging
 import os
+import queue
 import threading
+import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from anyio import CapacityLimiter
 from starlette.concurrency import run_in_threadpool
 
+from autorag.api.maintenance import Maintenance
 from autorag.auth.ratelimit import LoginGuard
 from autorag.auth.tokens import TokenSigner, load_or_create_secret
+from autorag.backup.models import BackupRun, RestoreReport
+from autorag.backup.presence import hold_workspace
+from autorag.backup.scheduler import BackupScheduler
+from autorag.backup.service import BackupService
 from autorag.chat.service import ChatService
 from autorag.context import AppContext, open_context
 from autorag.dlp.service import DlpService
+from autorag.errors import AutoragError
+from autorag.jobs.dispatcher import EventDispatcher, start_dispatcher
 from autorag.jobs.worker import WorkerPool
 from autorag.p2p.approvals import approvals_of
 from autorag.p2p.node import PeerNode
 from autorag.p2p.peer_search import PeerSearch
 from autorag.p2p.startup import start_p2p
 from autorag.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+BACKUP_STOP_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -44,9 +65,10 @@ class AuthState:
     trusted_proxies: frozenset[str]  # whose X-Forwarded-For names the client
 
 
-@dataclass(frozen=True)
+@dataclass
 class ServerState:
-    """What a running server holds, from start-up to shutdown."""
+    """What a running server holds, from start-up to shutdown. ``auth`` and ``workers``
+    are replaced after a restore (the key files and the catalog may be others)."""
 
     context: AppContext
     auth: AuthState
@@ -55,30 +77,64 @@ class ServerState:
     search_limiter: CapacityLimiter
     workers: WorkerPool
     p2p: PeerNode | None  # None: P2P is off, or did not start (said on stderr)
+    maintenance: Maintenance
+    backups: ServerBackups
+    events: EventDispatcher | None = None  # delivers the event log (webhooks, push)
 
 
 @asynccontextmanager
 async def running_server(
-    workspace: Workspace, *, warm: bool = False, **overrides: Any
+    workspace: Workspace,
+    *,
+    warm: bool = False,
+    maintenance: Maintenance | None = None,
+    **overrides: Any,
 ) -> AsyncIterator[ServerState]:
     """The state of a server on ``workspace``, started; stopped in reverse at exit.
-    ``warm``: load the model and indexes in the background (``server.warm_up``)."""
+    ``warm``: load the model and indexes in the background (``server.warm_up``);
+    ``maintenance``: the one the app's ``MaintenanceGate`` honours."""
     async with AsyncExitStack() as stack:
+        stack.enter_context(hold_workspace(workspace))
         context = open_context(workspace, **overrides)
         stack.callback(context.close)
         auth = auth_state(context)
         chat = ChatService.for_context(context)
         dlp = DlpService(context.catalog, context.settings.dlp)
         limiter = search_slots(context.settings.server.search_threads)
-        workers = WorkerPool(context, workers=context.settings.server.workers)
-        workers.start()
+        workers = start_workers(context)
         if warm and context.settings.server.warm_up:
             threading.Thread(target=context.warm_up, name="warm-up", daemon=True).start()
-        stack.push_async_callback(run_in_threadpool, workers.stop)
+        backups = ServerBackups(context)
+        backups.start()
+        state = ServerState(
+            context, auth, chat, dlp, limiter, workers, None, maintenance or Maintenance(), backups
+        )
+        stack.push_async_callback(run_in_threadpool, lambda: state.workers.stop())
+        stack.push_async_callback(run_in_threadpool, backups.stop)
+        state.events = server_dispatcher(context)
+        stack.push_async_callback(run_in_threadpool, lambda: _stop_events(state))
         chat.router.start_polling(context.settings.llm.poll_seconds)
         stack.callback(chat.router.stop_polling)
-        node = await stack.enter_async_context(peer_node(context, chat, dlp))
-        yield ServerState(context, auth, chat, dlp, limiter, workers, node)
+        state.p2p = await stack.enter_async_context(peer_node(context, chat, dlp))
+        yield state
+
+
+def _stop_events(server: ServerState) -> None:
+    if server.events is not None:
+        server.events.stop()
+        server.events = None
+
+
+def server_dispatcher(context: AppContext) -> EventDispatcher | None:
+    """The server's event dispatcher, started; None when ``events.deliver_in_server`` is
+    off (deliveries left to ``autorag worker`` processes, off the server's CPU)."""
+    return start_dispatcher(context) if context.settings.events.deliver_in_server else None
+
+
+def start_workers(context: AppContext) -> WorkerPool:
+    workers = WorkerPool(context, workers=context.settings.server.workers)
+    workers.start()
+    return workers
 
 
 def auth_state(context: AppContext) -> AuthState:
@@ -127,3 +183,116 @@ async def peer_node(
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await serving
         await runtime.stop()
+
+
+# -- backups ------------------------------------------------------------------------------
+class ServerBackups:
+    """The server's part of backups: the scheduler running the jobs, and the backups a
+    person starts here (each in a thread of its own)."""
+
+    def __init__(self, context: AppContext) -> None:
+        self.context = context
+        self._scheduler: BackupScheduler | None = None
+        self._started: list[threading.Thread] = []  # backups started here, while they run
+
+    def service(self) -> BackupService:
+        """A service for one use (the keyring read again: a rotated key is used)."""
+        return BackupService.for_context(self.context)
+
+    def start(self) -> None:
+        """Schedule the enabled jobs (the scheduler first fails the runs a killed
+        process left ``running``)."""
+        self._scheduler = BackupScheduler(BackupService.for_context(self.context))
+        self._scheduler.start()
+
+    def stop(self, timeout: float = BACKUP_STOP_TIMEOUT_S) -> None:
+        """No more scheduled runs start; a backup started here may finish (up to
+        ``timeout``: one still running then is marked interrupted at the next start)."""
+        if self._scheduler is not None:
+            self._scheduler.stop()
+            self._scheduler = None
+        deadline = time.monotonic() + timeout
+        for thread in self._started:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        self._started = [thread for thread in self._started if thread.is_alive()]
+
+    def reload(self) -> None:
+        """The jobs changed: schedule them again."""
+        if self._scheduler is not None:
+            self._scheduler.reload()
+
+    def trigger(
+        self, *, destination: str | None, job: str | None, include_vectors: bool | None
+    ) -> BackupRun:
+        """Start a backup in the background; its run once it holds the mutex, or the
+        reason it could not start (``Conflict`` while another backup runs)."""
+        service = self.service()
+        started: queue.Queue[BackupRun | Exception] = queue.Queue()
+
+        def work() -> None:
+            try:
+                service.run(
+                    destination=destination,
+                    job=job,
+                    trigger="manual",
+                    include_vectors=include_vectors,
+                    on_start=started.put,
+                )
+            except Exception as exc:  # before it started: the request's answer
+                started.put(exc)
+                if not isinstance(exc, AutoragError):
+                    log.exception("the backup started from the API stopped")
+
+        thread = threading.Thread(target=work, name="backup", daemon=True)
+        self._started = [t for t in self._started if t.is_alive()] + [thread]
+        thread.start()
+        first = started.get()
+        if isinstance(first, Exception):
+            raise first
+        return first
+
+
+# The server keeps the settings it started with: the catalog's address, the vector store,
+# the models and its own limits are not changed under running requests.
+SETTINGS_RESTORED = (
+    "the restore changed autorag.toml: restart the server for the restored settings to take effect"
+)
+
+
+def restore_backup(server: ServerState, ref: int | str) -> RestoreReport:
+    """Restore a backup under the running server: in maintenance (new requests 503,
+    running ones finished first), the scheduler and the workers stopped and the catalog
+    closed; afterwards (restored or not: a restore is all or nothing) everything is
+    opened and started again on what is there."""
+    config = server.context.workspace.config_file
+    started_with = _read(config)
+    with server.maintenance.restoring():
+        server.backups.stop()
+        server.workers.stop()
+        _stop_events(server)
+        server.context.reset()
+        try:
+            service = server.backups.service()
+            report = service.restore(ref, progress=server.maintenance.progress, in_server=True)
+        finally:
+            _reopen(server)
+    if _read(config) != started_with:
+        report = replace(report, warnings=(*report.warnings, SETTINGS_RESTORED))
+    return report
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        return None
+
+
+def _reopen(server: ServerState) -> None:
+    context = server.context
+    context.reopen()  # connections opened during the restore may see the replaced files
+    server.auth = auth_state(context)  # the restored signing secret, if another
+    server.dlp.invalidate()
+    server.workers = start_workers(context)
+    server.events = server_dispatcher(context)
+    server.backups.start()

@@ -10,6 +10,27 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 
 ROLES = ("admin", "manager", "member")
 
+# Backups (issue 20) are the installation's: an admin lists, makes, verifies and downloads
+# them (an archive is encrypted, so an API key may fetch one) and manages their jobs;
+# restoring one replaces everything, and re-keying reseals every stored secret.
+BACKUP_ADMIN = "backup:admin"
+BACKUP_RESTORE = "backup:restore"
+# Events (issue 21): an admin reads the event log and manages webhooks (each sends event
+# data to a URL outside: a password login or a protection-scoped key) and tests push;
+# every user may ask for notifications in their own browser.
+EVENTS_READ = "events:read"
+WEBHOOKS_ADMIN = "webhooks:admin"
+PUSH_ADMIN = "push:admin"
+PUSH_USE = "push:use"
+# MCP tool servers (issue 22): installing one makes a command run on this machine (or
+# a URL reached) whenever the agent calls its tools: a password login or a
+# protection-scoped key, per workspace.
+MCP_ADMIN = "mcp:admin"
+# Chat widgets (issue 22): a widget answers anonymous visitors of other sites from a
+# workspace, so making or changing one publishes that workspace: admins, with a password
+# login or a protection-scoped key.
+WIDGETS_ADMIN = "widgets:admin"
+
 _MEMBER = frozenset(
     {
         "documents:read",
@@ -18,6 +39,7 @@ _MEMBER = frozenset(
         "chat:use",
         "keys:write",  # manage one's own API keys
         "archive:read",  # the workspace's archives (wiki pages)
+        PUSH_USE,  # notifications in one's own browser
     }
 )
 # policy:write changes which sources peers may get (autorag.sources.policy).
@@ -31,6 +53,13 @@ _ADMIN = _MANAGER | {
     "keys:admin",
     "dlp:admin",
     "dlp:reveal",
+    BACKUP_ADMIN,
+    BACKUP_RESTORE,
+    EVENTS_READ,
+    WEBHOOKS_ADMIN,
+    PUSH_ADMIN,
+    MCP_ADMIN,
+    WIDGETS_ADMIN,
 }
 
 ROLE_PERMISSIONS: Mapping[str, frozenset[str]] = {
@@ -42,8 +71,11 @@ ALL_PERMISSIONS: frozenset[str] = frozenset().union(*ROLE_PERMISSIONS.values())
 
 # Managing credentials needs a password login: a leaked API key must not be able to
 # mint credentials that outlive its revocation. Nor may it read what DLP redacted.
-# Approving what a peer takes is as sensitive: a leaked key must not do it.
-SESSION_ONLY = frozenset({"users:admin", "keys:admin", "keys:write", "dlp:reveal", "p2p:admin"})
+# Approving what a peer takes is as sensitive: a leaked key must not do it. Nor may it
+# replace the whole installation with a backup, or reseal its secrets.
+SESSION_ONLY = frozenset(
+    {"users:admin", "keys:admin", "keys:write", "dlp:reveal", "p2p:admin", BACKUP_RESTORE}
+)
 SESSION = "token"
 
 # Actions that weaken protection or destroy data (DLP patterns, deleting a workspace,
@@ -53,8 +85,8 @@ SESSION = "token"
 # ``require(…, protection=True)``.
 PROTECTION_SCOPE = "admin:protection"
 KEY_SCOPES = frozenset({PROTECTION_SCOPE})
-# Changing which sources peers may get.
-PROTECTED = frozenset({"policy:write"})
+# Changing which sources peers may get; where events are sent.
+PROTECTED = frozenset({"policy:write", WEBHOOKS_ADMIN, MCP_ADMIN, WIDGETS_ADMIN})
 
 
 def is_protected_caller(via: str, key_scopes: frozenset[str]) -> bool:

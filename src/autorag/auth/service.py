@@ -32,6 +32,7 @@ from autorag.auth.permissions import KEY_SCOPES, ROLES
 from autorag.auth.tables import ApiKeyScopeRow, UserSessionRow
 from autorag.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthorized
 from autorag.private_files import write_private
+from autorag.store.catalog import outbox
 from autorag.store.catalog.models import ApiKeyRow, MembershipRow, UserRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import WORKSPACE_KIND, Catalog
 from autorag.times import as_utc
@@ -68,7 +69,11 @@ class ApiKeyInfo:
 
 
 # -- users ----------------------------------------------------------------------------
-def create_user(catalog: Catalog, username: str, password: str, role: str) -> UserInfo:
+def create_user(
+    catalog: Catalog, username: str, password: str, role: str, *, actor: str | None = None
+) -> UserInfo:
+    """A new user; ``actor``: who made it (an admin's username; None: the command line
+    or the first-run setup), named by its ``user.created`` event."""
     _validate_username(username)
     _validate_role(role)
     validate_password(password)
@@ -83,6 +88,8 @@ def create_user(catalog: Catalog, username: str, password: str, role: str) -> Us
             session.add(row)
             session.flush()
             session.add(UserSessionRow(user_id=row.id, generation=secrets.randbelow(2**31)))
+            data = {"user": row.id, "username": username, "role": role}
+            outbox.emit(session.connection(), "user.created", data, actor=actor)
             return _user_info(session, row)
     except IntegrityError as exc:  # created concurrently
         raise Conflict(f"user {username!r} already exists") from exc
@@ -198,11 +205,14 @@ def set_password(catalog: Catalog, username: str, password: str) -> UserInfo:
     return update_user(catalog, username, password=password)
 
 
-def delete_user(catalog: Catalog, username: str) -> None:
+def delete_user(catalog: Catalog, username: str, *, actor: str | None = None) -> None:
     with Session(catalog.engine) as session, session.begin():
         row = _user_row(session, username)
         _keep_an_admin(session, row)
+        data = {"user": row.id, "username": row.username, "role": row.role}
         session.delete(row)  # memberships and API keys go with it (ON DELETE CASCADE)
+        session.flush()
+        outbox.emit(session.connection(), "user.deleted", data, actor=actor)
 
 
 def authenticate(catalog: Catalog, username: str, password: str) -> UserInfo:

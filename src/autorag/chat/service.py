@@ -13,7 +13,7 @@ from types import MappingProxyType
 
 from autorag.agent.budget import ConcurrencyLimiter
 from autorag.agent.events import Emit, StatusEvent
-from autorag.agent.orchestrator import AgentRequest, AgentResult, Orchestrator
+from autorag.agent.orchestrator import RAG_SEARCH, AgentRequest, AgentResult, Orchestrator
 from autorag.agent.skills.base import LOCAL_OPERATOR, UNKNOWN_VIA, Caller, Skill
 from autorag.auth.permissions import effective_scope
 from autorag.auth.service import get_active_user
@@ -29,6 +29,8 @@ from autorag.llm.base import DEFAULT_OPTIONS, ChatMessage, GenerationOptions, LL
 from autorag.llm.extractive import ExtractiveProvider
 from autorag.llm.registry import build_provider
 from autorag.llm.router import EXTRACTIVE, ModelRouter, Resolution
+from autorag.mcp_tools.models import McpSource
+from autorag.mcp_tools.skill import mcp_sources, workspace_skills
 from autorag.models import SearchFilters
 from autorag.system_config import GLOBAL_DEFAULT_MODEL, get_value
 from autorag.wiki.service import WikiService
@@ -73,6 +75,11 @@ class ChatTurn:
     # The client receives the events (a proposed page edit): the web chat's stream and
     # the command line do; False where they are dropped (wiki_write is not offered).
     receives_events: bool = True
+    # A fixed reference text to answer from (a widget's ragContext): it goes into the
+    # system prompt and rag_search is not offered (the seed's orchestrator, step 4).
+    rag_context: str | None = None
+    # The only skills this turn may use (an anonymous widget visitor's); None: all.
+    only_skills: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,8 @@ class ChatOutcome:
     chat_id: int | None
     message_id: int | None
     dlp_warning: bool = False  # something in the question or the answer was redacted
+    # The sources the workspace's MCP tools gave that the answer kept (done.mcpSources).
+    mcp_sources: tuple[McpSource, ...] = ()
 
 
 class ChatService:
@@ -146,12 +155,14 @@ class ChatService:
             config = read_settings(app.catalog, app.info).agent
             chat = self._chat(app, turn, user, title=question)
             resolution = self.resolve(app, config, turn.model or (chat.model if chat else None))
+            config, skills = _with_mcp_tools(app, config, self.skills)
+            config = _skills_for_turn(config, turn)
             orchestrator = Orchestrator(
                 app,
                 resolution,
                 config=config,
                 limits=self.settings.agent,
-                skills=self.skills,
+                skills=skills,
                 router=self.router,
             )
             request = AgentRequest(
@@ -166,6 +177,7 @@ class ChatService:
                 turn.options,
                 archive,
                 turn.receives_events,
+                rag_context=turn.rag_context,
             )
         except BaseException:
             release()
@@ -268,7 +280,8 @@ class PreparedAnswer:
             if redactor is not None:
                 self._record(raw, result.text, redactor.types, message_id)
         warning = bool(self.inbound and self.inbound.types) or bool(redactor and redactor.redacted)
-        return ChatOutcome(result, self.chat_id, message_id, warning)
+        found = tuple(mcp_sources(result.citations))
+        return ChatOutcome(result, self.chat_id, message_id, warning, mcp_sources=found)
 
     def _record(self, original: str, sent: str, types: list[str], message_id: int) -> None:
         """Keep a redacted message's original for an admin's reveal."""
@@ -289,6 +302,31 @@ def _redacted_history(history: list[ChatMessage], dlp: DlpSession | None) -> lis
         return history
     scanned = dlp.scan_many([m.content for m in history], channel="chat_input")
     return [replace(m, content=r.redacted_text) for m, r in zip(history, scanned, strict=True)]
+
+
+def _with_mcp_tools(
+    app: AppContext, config: AgentConfig, skills: Mapping[str, Skill]
+) -> tuple[AgentConfig, Mapping[str, Skill]]:
+    """The workspace's installed MCP tools added to the skills and enabled: an admin
+    installed them for this workspace and allowed each (``autorag.mcp_tools``)."""
+    installed = workspace_skills(app)
+    if not installed:
+        return config, skills
+    enabled = [*config.enabled_skills, *installed]
+    return config.model_copy(update={"enabled_skills": enabled}), {**skills, **installed}
+
+
+def _skills_for_turn(config: AgentConfig, turn: ChatTurn) -> AgentConfig:
+    """The skills ``turn`` may use: with a fixed context there is nothing to search; an
+    anonymous visitor keeps only the reading ones its widget allows."""
+    enabled = list(config.enabled_skills)
+    if turn.rag_context:
+        enabled = [name for name in enabled if name != RAG_SEARCH]
+    if turn.only_skills is not None:
+        enabled = [name for name in enabled if name in turn.only_skills]
+    if enabled == config.enabled_skills:
+        return config
+    return config.model_copy(update={"enabled_skills": enabled})
 
 
 def caller_of(app: AppContext, user: ChatUser) -> Caller:

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 from sqlalchemy.orm import Session
 
 from autorag.errors import NotFound
 from autorag.llm.base import ChatMessage, Usage
 from autorag.models import Citation
+from autorag.store.catalog import outbox
 from autorag.store.catalog.db import dialect_insert
-from autorag.store.catalog.models import ChatRow, MessageRow, TokenUsageRow, utcnow
+from autorag.store.catalog.models import (
+    ChatRow,
+    MessageRow,
+    TokenUsageRow,
+    UserRow,
+    WorkspaceRow,
+    utcnow,
+)
 from autorag.text import one_line
 from autorag.times import as_utc
 
@@ -151,9 +160,15 @@ def add_user_message(engine: Engine, chat_id: int, content: str) -> int:
 
 
 def add_assistant_message(engine: Engine, chat_id: int, message: AssistantMessage) -> int:
+    """Save an answer, with its ``chat.completed`` event in the same transaction."""
+
+    def completed(conn: Connection, message_id: int) -> None:
+        _announce_completed(conn, chat_id, message_id, message)
+
     return _add(
         engine,
         chat_id,
+        after=completed,
         role="assistant",
         content=message.content,
         citations=json.dumps([asdict(c) for c in message.citations]),
@@ -166,12 +181,46 @@ def add_assistant_message(engine: Engine, chat_id: int, message: AssistantMessag
     )
 
 
-def _add(engine: Engine, chat_id: int, **values: Any) -> int:
+def _add(
+    engine: Engine,
+    chat_id: int,
+    *,
+    after: Callable[[Connection, int], None] | None = None,
+    **values: Any,
+) -> int:
     now = utcnow()
     with engine.begin() as conn:
         result = conn.execute(insert(MessageRow).values(chat_id=chat_id, created_at=now, **values))
         conn.execute(update(ChatRow).where(ChatRow.id == chat_id).values(updated_at=now))
-    return int(result.inserted_primary_key[0])  # type: ignore[index]
+        message_id = int(result.inserted_primary_key[0])  # type: ignore[index]
+        if after is not None:
+            after(conn, message_id)
+    return message_id
+
+
+def _announce_completed(
+    conn: Connection, chat_id: int, message_id: int, message: AssistantMessage
+) -> None:
+    """The answer's event: ids, the model, counts; never the question or the answer."""
+    owner = conn.execute(
+        select(WorkspaceRow.name, UserRow.username)
+        .select_from(ChatRow)
+        .join(WorkspaceRow, WorkspaceRow.id == ChatRow.workspace_id)
+        .outerjoin(UserRow, UserRow.id == ChatRow.user_id)
+        .where(ChatRow.id == chat_id)
+    ).first()
+    data = {
+        "chat": chat_id,
+        "message": message_id,
+        "model": message.model_used,
+        "provider": message.provider_used,
+        "aborted": message.abort_reason or None,
+        "citations": len(message.citations),
+        "promptTokens": message.usage.prompt_tokens,
+        "completionTokens": message.usage.completion_tokens,
+    }
+    workspace, actor = (owner[0], owner[1]) if owner is not None else (None, None)
+    outbox.emit(conn, "chat.completed", data, workspace=workspace, actor=actor)
 
 
 def list_messages(engine: Engine, chat_id: int) -> list[MessageInfo]:

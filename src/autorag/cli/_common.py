@@ -57,9 +57,12 @@ def current_workspace(ctx: typer.Context) -> Workspace:
 
 
 def open_app(ctx: typer.Context, **overrides: Any) -> AppContext:
+    from autorag.backup.presence import recover_interrupted
     from autorag.context import open_context  # deferred: `autorag init` never opens one
 
-    return open_context(current_workspace(ctx), **overrides)
+    workspace = current_workspace(ctx)
+    recover_interrupted(workspace)  # a restore killed half-way is taken back first
+    return open_context(workspace, **overrides)
 
 
 def _default(value: Any) -> Any:
@@ -72,6 +75,27 @@ def _default(value: Any) -> Any:
     if isinstance(value, set | frozenset | tuple):
         return list(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def camel_json(value: Any) -> Any:
+    """A service's plain data (dataclasses, lists, dicts) as JSON data keyed as the API
+    answers it (camelCase: ``sizeBytes``), for ``--json``."""
+    from pydantic.alias_generators import to_camel  # deferred: `autorag --help` stays fast
+
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {
+            to_camel(field.name): camel_json(getattr(value, field.name))
+            for field in dataclasses.fields(value)
+        }
+    if isinstance(value, list | tuple):
+        return [camel_json(item) for item in value]
+    if isinstance(value, dict):
+        return {key: camel_json(item) for key, item in value.items()}
+    if isinstance(value, datetime):
+        return value.isoformat()
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
 def print_json(value: Any) -> None:

@@ -221,9 +221,9 @@ def _say_stopped() -> None:
 def _answer(prepared: PreparedAnswer, *, live: bool) -> ChatOutcome | None:
     """Answer in a thread, so that Ctrl+C stops the answer instead of the program.
 
-    The first Ctrl+C asks the answer to stop and waits for it (a token at most, while
-    the model streams); a second one leaves it to end on its own. None: stopped before
-    there was an outcome.
+    The first Ctrl+C says "(Stopped)" at once and asks the answer to stop, then waits
+    for it (a token at most, while the model streams), so what was said so far is kept;
+    a second one leaves it to end on its own. None: stopped before there was an outcome.
     """
     cancel, done = threading.Event(), threading.Event()
     box: dict[str, Any] = {}
@@ -241,11 +241,11 @@ def _answer(prepared: PreparedAnswer, *, live: bool) -> ChatOutcome | None:
         _wait(done)
     except KeyboardInterrupt:
         cancel.set()  # the answer stops at its next token; its late output is dropped
+        if live:  # said now: a model that stalls may be slow to send that next token
+            _say_stopped()
         with contextlib.suppress(KeyboardInterrupt):  # asked twice: leave it to end alone
             _wait(done)
     if cancel.is_set():
-        if live:
-            _say_stopped()
         outcome: ChatOutcome | None = box.get("outcome")
         return outcome
     if "error" in box:

@@ -146,7 +146,11 @@ def init(
 def add(
     ctx: typer.Context,
     paths: Annotated[
-        list[Path], typer.Argument(help="Folders (or single files) to index: search paths.")
+        list[str],
+        typer.Argument(
+            help="Folders (or single files) to index: search paths. A YouTube video URL is"
+            " added at once as a document, from its transcript (see `autorag youtube`).",
+        ),
     ],
     follow_links: Annotated[
         bool,
@@ -161,12 +165,21 @@ def add(
     """Register folders (or single files) as search paths (source roots).
 
     Example: autorag add ~/Documents/policies ~/Desktop/handbook.pdf
+
+    A YouTube video's URL is indexed at once, as a document made of its transcript.
+
+    Example: autorag add https://youtu.be/VIDEO_ID
     """
+    from autorag.youtube.urls import is_youtube_url  # light: re and urllib only
+
+    videos = [p for p in paths if is_youtube_url(p)]
+    if videos:
+        _add_videos(ctx, videos)
     workspace = current_workspace(ctx)
     config = workspace.read_config()
     search_paths: list[str] = list(config.get("search_paths", []))
     added: list[str] = []
-    for path in paths:
+    for path in [Path(p) for p in paths if p not in videos]:
         resolved = path.expanduser().resolve()
         if not resolved.is_dir() and not resolved.is_file():
             why = "is neither a file nor a folder" if resolved.exists() else "does not exist"
@@ -193,6 +206,13 @@ def add(
         following_note = "  (links followed)" if root.path in ingest["follow_links"] else ""
         console.print(f"  {_namespace(root)}  ←  {root.path}{following_note}", highlight=False)
     console.print("Run `autorag refresh` to index them.")
+
+
+def _add_videos(ctx: typer.Context, videos: list[str]) -> None:
+    from autorag.cli.youtube import add_videos, print_added
+
+    for added in add_videos(ctx, videos):
+        print_added(added)
 
 
 def _refuse_imported_namespaces(ctx: typer.Context, roots: list[SourceRoot]) -> None:

@@ -139,6 +139,11 @@ COMMANDS: dict[str, Entry] = {
         "app",
         "Import datasources (chat exports) into the index.",
     ),
+    "youtube": Entry(
+        "youtube",
+        "app",
+        "YouTube videos as documents: their transcripts, timestamps kept.",
+    ),
     "policy": Entry(
         "policy",
         "app",
@@ -155,11 +160,39 @@ COMMANDS: dict[str, Entry] = {
         "app",
         "Synthesis: the agent proposes archive pages from the documents; a person approves.",
     ),
+    "backup": Entry(
+        "backup",
+        "app",
+        "Backups: encrypted, verified archives of the workspace; restore, schedules, keys.",
+    ),
+    "events": Entry(
+        "events",
+        "app",
+        "The event log: what happened (documents, chats, users, workspaces, approvals, "
+        "backups), as it happens.",
+    ),
+    "webhooks": Entry(
+        "webhooks",
+        "app",
+        "Webhooks: signed POSTs of the installation's events to URLs you register.",
+    ),
+    "widgets": Entry(
+        "widgets",
+        "app",
+        "Chat widgets: a chat bubble other sites embed with one script tag, answering "
+        "anonymous visitors from a workspace.",
+    ),
     "p2p": Entry("p2p", "app", "Peer-to-peer queries over SimpleX."),
     "ocr": Entry(
         "ocr",
         "app",
         "OCR of scanned pages and images: jobs, per-page results, approve or reject.",
+    ),
+    "mcp": Entry(
+        "mcp",
+        "app",
+        "MCP: serve the knowledge base's tools to assistants and editors (no subcommand);"
+        " install MCP tool servers for the agent.",
     ),
 }
 

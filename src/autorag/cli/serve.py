@@ -116,17 +116,27 @@ def worker(
 ) -> None:
     """Process background jobs (uploads, OCR, re-embedding) without serving HTTP.
 
-    Any number of workers and servers may share one PostgreSQL catalog: each job is
-    claimed by exactly one of them. Ctrl+C lets running jobs finish.
+    Scheduled backups (`autorag backup jobs`) run here too, and events are delivered
+    (webhooks, web push). Any number of workers and servers may share one PostgreSQL
+    catalog: each job and each event is claimed by exactly one of them (and one backup
+    runs at a time). Ctrl+C lets running jobs finish.
     """
+    from autorag.backup.presence import hold_workspace
+    from autorag.backup.scheduler import BackupScheduler
+    from autorag.backup.service import BackupService
+    from autorag.jobs.dispatcher import start_dispatcher
     from autorag.jobs.worker import WorkerPool
     from autorag.runtime import server_model_threads
 
     workspace = current_workspace(ctx)
-    with server_model_threads():
+    # Held for the worker's lifetime: a restore from the command line refuses meanwhile.
+    with server_model_threads(), hold_workspace(workspace):
         context = open_context(workspace)
         pool = WorkerPool(context, workers=threads or context.settings.server.workers)
         pool.start()
+        backups = BackupScheduler(BackupService.for_context(context))
+        backups.start()
+        events = start_dispatcher(context)
         console.print(f"Worker on {workspace.root}: {pool.workers} threads (Ctrl+C stops)")
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -136,5 +146,7 @@ def worker(
         except KeyboardInterrupt:
             pass
         finally:
+            backups.stop()
+            events.stop()
             pool.stop()
             context.close()

@@ -3,12 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Vectors = npt.NDArray[np.float32]
+    Vectors = npt.NDArray[np.float32]
+else:
+
+    def __getattr__(name: str) -> Any:
+        # NumPy only when a vector type is asked for: the commands that never embed
+        # (``status``, ``--help``) start without importing it (issue 17).
+        if name == "Vectors":
+            import numpy as np
+            import numpy.typing as npt
+
+            return npt.NDArray[np.float32]
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # Output dimensions of models we know, so a vector table can be created before the
 # first embedding call. Unknown models are probed once.

@@ -276,7 +276,7 @@ class Indexer:
         document_ids = [written[p.meta.source_id][0] for p in batch]
         self.vectors.delete_documents(document_ids)
         self.vectors.add(records)
-        self.catalog.mark_ready(document_ids, self.embedder.model_id)
+        self.catalog.mark_ready(document_ids, self.embedder.model_id, announce=True)
         for prepared, document_id in zip(batch, document_ids, strict=True):
             report(
                 IngestOutcome(

@@ -36,7 +36,7 @@ from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
 from autorag.private_files import make_private_dir
 from autorag.store.catalog import queue
 from autorag.store.catalog.models import DocumentRow, utcnow
-from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo
+from autorag.store.catalog.repository import DocumentMeta, WorkspaceInfo, announce_documents
 from autorag.times import as_utc
 from autorag.workspace import UPLOADS_DIR_NAME
 
@@ -317,6 +317,7 @@ def store_upload(
     limits: guards.IngestLimits,
     *,
     ocr_mode: str = "auto",
+    uploaded_by: str | None = None,
 ) -> StoredUpload:
     """Sniff ``received``, then keep it once per content hash and queue its processing.
 
@@ -325,7 +326,8 @@ def store_upload(
     with ``duplicate=True``. Otherwise the file
     moves to ``<uploads>/<sha256>.<ext>`` and a ``pending`` document and its job are
     written in one transaction. ``ocr_mode`` (auto, vision, skip) rides on the job: it
-    says how pages without a text layer are read.
+    says how pages without a text layer are read; ``uploaded_by`` too (the username
+    that the document's events name as their actor).
     """
     try:
         filename = sanitize_filename(received.filename)
@@ -369,7 +371,7 @@ def store_upload(
                 workspace.id,
                 UPLOAD_JOB,
                 document_id=document_id,
-                payload={"ocr_mode": ocr_mode},
+                payload={"ocr_mode": ocr_mode, "by": uploaded_by},
             )
     except IntegrityError:
         # A concurrent upload of the same content won the unique (workspace, hash) index.
@@ -443,8 +445,10 @@ def set_status(
     message: str | None = None,
 ) -> None:
     with engine.begin() as conn:
-        conn.execute(
+        moved = conn.execute(
             update(DocumentRow)
             .where(DocumentRow.id == document_id, DocumentRow.status != "deleting")
             .values(status=status, error_code=code, error=message, updated_at=utcnow())
-        )
+        ).rowcount
+        if moved and status == "failed":
+            announce_documents(conn, [document_id], "document.failed")

@@ -24,6 +24,7 @@ from sqlalchemy import Engine, Update, update
 from sqlalchemy.orm import Session
 
 from autorag import audit
+from autorag.config import OcrSettings
 from autorag.context import AppContext
 from autorag.errors import AutoragError, Conflict, InvalidInput, NotFound
 from autorag.ingest.minsync import OcrPlanner
@@ -33,10 +34,12 @@ from autorag.ocr import store
 from autorag.ocr.base import EngineConfig, OcrEngine
 from autorag.ocr.engines import build_engine, local_engine
 from autorag.ocr.merge import merged_document
+from autorag.ocr.options import choice_of, effective
 from autorag.ocr.quality import Scored, combine, visible_chars
 from autorag.ocr.reader import Bar, OcrMode, PageRead, Readers
 from autorag.ocr.render import Rendered, open_pages
 from autorag.sources import to_real_path
+from autorag.store.catalog import outbox
 from autorag.store.catalog.models import DocumentRow, utcnow
 from autorag.store.catalog.repository import DocumentMeta
 from autorag.times import as_utc
@@ -69,7 +72,13 @@ def ocr_mode(value: str | None) -> UploadOcrMode:
 # -- planning -------------------------------------------------------------------------
 def ocr_wanted(context: AppContext, mode: str | None) -> bool:
     """Whether pages without a text layer will be read: the upload's mode and settings."""
-    return context.settings.ocr.enabled and ocr_mode(mode) != "skip"
+    return workspace_ocr(context).enabled and ocr_mode(mode) != "skip"
+
+
+def workspace_ocr(context: AppContext) -> OcrSettings:
+    """The server's ``[ocr]`` settings with the workspace's choices (engine, languages,
+    vision model) over them."""
+    return effective(context.settings.ocr, choice_of(read_settings(context.catalog, context.info)))
 
 
 def plan_ocr(
@@ -150,9 +159,9 @@ def run_ocr_job(context: AppContext, job_id: int, *, indexer: Indexer, guard: Gu
 
 
 def _readers(context: AppContext, job: store.OcrJob) -> Readers:
-    settings = context.settings.ocr
-    instructions = read_settings(context.catalog, context.info).ocr_instructions
-    config = EngineConfig(settings, context.settings.llm, instructions)
+    chosen = read_settings(context.catalog, context.info)
+    settings = effective(context.settings.ocr, choice_of(chosen))
+    config = EngineConfig(settings, context.settings.llm, chosen.ocr_instructions)
     vision = _optional(lambda: build_engine("vision", config), required=job.mode == "vision")
     local = None
     if job.mode == "auto":
@@ -222,10 +231,19 @@ def _settle(context: AppContext, job_id: int, indexer: Indexer, guard: Guard) ->
     bar = context.settings.ocr
     if quality < bar.review_below_quality or believed < bar.review_below_credibility:
         why = f"quality {quality:.2f}, credibility {believed:.2f}: below the review bar"
+        waiting = {
+            "job": job_id,
+            "document": job.document_id,
+            "quality": round(quality, 2),
+            "credibility": round(believed, 2),
+        }
         store.set_status(
             engine,
             job_id,
             "review",
+            on_moved=lambda conn: outbox.emit(
+                conn, "ocr.review_needed", waiting, workspace=context.info.name
+            ),
             reason=why,
             engine=engines,
             quality=quality,

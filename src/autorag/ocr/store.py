@@ -3,7 +3,7 @@ page results and the review, each a short transaction of its own."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -256,15 +256,19 @@ def set_status(
     status: JobStatus,
     *,
     expect: Collection[str] | None = None,
+    on_moved: Callable[[Connection], object] | None = None,
     **values: Any,
 ) -> bool:
     """Move the job to ``status`` (only from ``expect``, when given) with other column
-    ``values``; whether it moved."""
+    ``values``; whether it moved. ``on_moved`` runs in the same transaction when it did
+    (an event that exists only if the move committed)."""
     query = update(OcrJobRow).where(OcrJobRow.id == job_id)
     if expect is not None:
         query = query.where(OcrJobRow.status.in_(list(expect)))
     with db.begin() as conn:
         moved = conn.execute(query.values(status=status, updated_at=utcnow(), **values))
+        if moved.rowcount and on_moved is not None:
+            on_moved(conn)
     return bool(moved.rowcount)
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Table, func, inspect, select, text
+from sqlalchemy import Connection, Engine, MetaData, Table, func, inspect, select, text
 from sqlalchemy.engine import make_url
 
 from autorag.context import AppContext, open_context
@@ -31,6 +31,20 @@ from autorag.store.catalog.models import Base, ChunkRow, DocumentRow
 from autorag.synth import store as _synth_store  # noqa: F401
 from autorag.wiki import store as _wiki_store  # noqa: F401
 
+# Tables of features on ops' own layer or read without their store (backups, events,
+# webhooks, push), which ops does not import: copied as the
+# migrations made them, read from each database's own schema. Parents first.
+REFLECTED_TABLES = (
+    "backup_jobs",
+    "backup_runs",
+    "events",
+    "webhooks",
+    "webhook_deliveries",
+    "push_subscriptions",
+    "push_preferences",
+    "widgets",
+    "mcp_servers",
+)
 BATCH_ROWS = 1000
 SAMPLE_WORDS = 12
 Progress = Callable[[str, int], None]  # (what, how many more done)
@@ -139,6 +153,7 @@ def _require_known_tables(engine: Engine) -> None:
     """Fail closed: a table the migrations made that this process has no rows for
     would silently stay empty in the copy."""
     known = {table.name for table in Base.metadata.sorted_tables} | _MIGRATIONS_OWN
+    known |= set(REFLECTED_TABLES)
     unknown = sorted(set(inspect(engine).get_table_names()) - known)
     if unknown:
         raise Conflict(
@@ -151,19 +166,35 @@ def _require_known_tables(engine: Engine) -> None:
 def _copy_catalog(source: Engine, target: Engine, progress: Progress | None) -> None:
     """Every catalog table, parents before children, in batches; then the id sequences
     moved past the copied ids so new rows do not collide with them."""
+    pairs = [(table, table) for table in _own_tables()] + _reflected(source, target)
     with target.begin() as conn:
         # Start-up rows the target's migrations made (a workspace, built-in patterns).
-        for table in reversed(Base.metadata.sorted_tables):
-            conn.execute(table.delete())
-    for table in Base.metadata.sorted_tables:
-        for batch in _batches(source, table):
+        for _read, written in reversed(pairs):
+            conn.execute(written.delete())
+    for read, written in pairs:
+        for batch in _batches(source, read):
             with target.begin() as conn:
-                conn.execute(table.insert(), batch)
+                conn.execute(written.insert(), batch)
             if progress:
-                progress(f"copying {table.name}", len(batch))
+                progress(f"copying {written.name}", len(batch))
     with target.begin() as conn:
-        for table in Base.metadata.sorted_tables:
-            _advance_sequence(conn, table)
+        for _read, written in pairs:
+            _advance_sequence(conn, written)
+
+
+def _own_tables() -> list[Table]:
+    """The tables of ``Base.metadata`` this module copies as they are declared (a process
+    that loaded the backup store has its tables there too: they are reflected instead)."""
+    return [t for t in Base.metadata.sorted_tables if t.name not in REFLECTED_TABLES]
+
+
+def _reflected(source: Engine, target: Engine) -> list[tuple[Table, Table]]:
+    """``REFLECTED_TABLES`` as each database has them: (read from, written to)."""
+    read, written = MetaData(), MetaData()
+    return [
+        (Table(name, read, autoload_with=source), Table(name, written, autoload_with=target))
+        for name in REFLECTED_TABLES
+    ]
 
 
 def _batches(engine: Engine, table: Table) -> Iterator[list[dict[str, Any]]]:
@@ -203,7 +234,8 @@ def _rebuild_vectors(target: AppContext, progress: Progress | None) -> int:
 
 def _counts(source: Engine, target: Engine) -> list[TableCount]:
     counts = []
-    for table in Base.metadata.sorted_tables:
+    reflected = [read for read, _written in _reflected(source, target)]
+    for table in [*_own_tables(), *reflected]:
         query = select(func.count()).select_from(table)
         with source.connect() as a, target.connect() as b:
             counts.append(

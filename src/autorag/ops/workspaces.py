@@ -21,7 +21,7 @@ from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.ingest.reembed import REEMBED_JOB
 from autorag.ingest.uploads import uploads_dir
-from autorag.store.catalog import queue
+from autorag.store.catalog import outbox, queue
 from autorag.store.catalog.models import DocumentRow, JobRow, WorkspaceRow, utcnow
 from autorag.store.catalog.repository import WORKSPACE_KIND, Catalog, WorkspaceInfo
 from autorag.wiki.service import WikiService
@@ -102,14 +102,17 @@ def create_workspace(catalog: Catalog, name: str) -> WorkspaceInfo:
     validate_name(name)
     try:
         with catalog.engine.begin() as conn:
-            conn.execute(
-                insert(WorkspaceRow).values(
+            created = conn.execute(
+                insert(WorkspaceRow)
+                .values(
                     name=name,
                     short_id=secrets.token_hex(4),
                     settings="{}",
                     created_at=utcnow(),
                 )
-            )
+                .returning(WorkspaceRow.id)
+            ).scalar_one()
+            outbox.emit(conn, "workspace.created", {"workspace": created}, workspace=name)
     except IntegrityError:
         raise Conflict(f"workspace {name!r} already exists") from None
     return catalog.get_workspace(name)
@@ -155,6 +158,8 @@ def rename_workspace(
                     + func.substr(DocumentRow.source_id, len(old_prefix) + 1)
                 )
             )
+            renamed = {"workspace": old.id, "renamedFrom": old.name}
+            outbox.emit(conn, "workspace.updated", renamed, workspace=new_name)
     except IntegrityError:  # lost a race for the name: the copied table is a spare
         raise Conflict(f"workspace {new_name!r} already exists") from None
     if moves:

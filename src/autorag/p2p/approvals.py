@@ -17,9 +17,13 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
+from sqlalchemy import Engine
+from sqlalchemy.exc import SQLAlchemyError
+
 from autorag.context import AppContext
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.p2p.files import private_dir, write_json_atomic
+from autorag.store.catalog import outbox
 
 log = logging.getLogger(__name__)
 Decision = Literal["approve", "deny"]
@@ -83,10 +87,19 @@ class Resolution:
 class Approvals:
     """The requests and decisions folders of one workspace."""
 
-    def __init__(self, p2p_dir: Path, *, ttl: timedelta = timedelta(minutes=30)) -> None:
+    def __init__(
+        self,
+        p2p_dir: Path,
+        *,
+        ttl: timedelta = timedelta(minutes=30),
+        events: Engine | None = None,
+        workspace: str | None = None,
+    ) -> None:
         self.requests_dir = p2p_dir / "requests"
         self.decisions_dir = p2p_dir / "decisions"
         self.ttl = ttl
+        self.events = events  # the catalog a p2p.approval_requested event goes to
+        self.workspace = workspace
 
     def create(
         self,
@@ -112,7 +125,28 @@ class Approvals:
             expires_at=created + self.ttl,
         )
         write_json_atomic(private_dir(self.requests_dir) / f"{request.id}.json", request.to_json())
+        self._announce(request)
         return request
+
+    def _announce(self, request: ApprovalRequest) -> None:
+        """The request's event, once its file is written (the file is the request):
+        who asks and how many sources wait, never the question or the sources."""
+        if self.events is None:
+            return
+        data = {
+            "request": request.id,
+            "peer": request.peer,
+            "sources": len(request.sources),
+            "expiresAt": request.expires_at.isoformat(),
+        }
+        try:
+            with self.events.begin() as conn:
+                outbox.emit(
+                    conn, "p2p.approval_requested", data, workspace=self.workspace,
+                    actor=f"peer:{request.peer}",
+                )  # fmt: skip
+        except SQLAlchemyError as exc:  # the request stands; only its notice is lost
+            log.warning("approval request %s: event not written: %s", request.id, exc)
 
     def pending(self, *, now: datetime | None = None) -> list[tuple[ApprovalRequest, Status]]:
         """Every request not yet answered, with its status, oldest first."""
@@ -200,7 +234,9 @@ class Approvals:
 def approvals_of(app: AppContext) -> Approvals:
     """The workspace's approvals, expiring as configured."""
     ttl = timedelta(minutes=app.settings.p2p.approval_ttl_minutes)
-    return Approvals(app.workspace.p2p_dir, ttl=ttl)
+    return Approvals(
+        app.workspace.p2p_dir, ttl=ttl, events=app.catalog.engine, workspace=app.info.name
+    )
 
 
 def _read_request(path: Path) -> ApprovalRequest:

@@ -30,10 +30,11 @@ FILESYSTEM_ROOTS: frozenset[str] = frozenset(
     }
 )  # fmt: skip
 # Datasource kinds own /<kind>/...: no search path may live under one (uploads:
-# /uploads/<workspace>/...; kakao: KakaoTalk imports). Uploads exist in every workspace, so
-# no search path is given their prefix; an imported kind's prefix is refused when the
-# second of the folder and the import arrives (the CLI's add, the import's own check).
-DATASOURCE_KINDS: frozenset[str] = frozenset({"uploads", "kakao"})
+# /uploads/<workspace>/...; kakao: KakaoTalk imports; youtube: videos added by URL).
+# Uploads exist in every workspace, so no search path is given their prefix; an imported
+# kind's prefix is refused when the second of the folder and the import arrives (the
+# CLI's add, the import's own check).
+DATASOURCE_KINDS: frozenset[str] = frozenset({"uploads", "kakao", "youtube"})
 _RESERVED_PREFIXES: frozenset[str] = frozenset({"uploads"})
 # Compared case-insensitively: on macOS /users/me is the same directory as /Users/me.
 _FILESYSTEM_ROOTS_FOLDED = frozenset(name.casefold() for name in FILESYSTEM_ROOTS)

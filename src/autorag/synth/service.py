@@ -175,12 +175,7 @@ class SynthService:
             self._count_tokens(reader, failed=failed)
         if outcome == "cancelled":
             return self._finish(run_id, "cancelled")
-        done = self._finish(run_id, "ready")
-        audit.record(
-            self.app.catalog, PREVIEW_READY, workspace_id=self.workspace_id, source=_SOURCE,
-            details={"runId": run_id, "archive": done.archive, "items": done.items},
-        )  # fmt: skip
-        return done
+        return self._finish(run_id, "ready")
 
     def cancel(self, run_id: int, *, by: str) -> SynthRun:
         """Stop a run: at once when it waits (queued, paused), between two steps when
@@ -388,7 +383,15 @@ class SynthService:
             values["finished_at"] = utcnow()
         if status == "ready":
             values["current_pass"] = None
-        store.update_run(self.engine, run_id, values, from_statuses=("running",))
+        ready = self.run(run_id) if status == "ready" else None  # its archive and items
+        with self.engine.begin() as conn:
+            changed = store.update_run(conn, run_id, values, from_statuses=("running",))
+            if changed and ready is not None:  # the event commits with the status, or neither
+                audit.record(
+                    self.app.catalog, PREVIEW_READY, workspace_id=self.workspace_id,
+                    source=_SOURCE, connection=conn,
+                    details={"runId": run_id, "archive": ready.archive, "items": ready.items},
+                )  # fmt: skip
         return self.run(run_id)
 
     def _job_alive(self, job_id: int | None) -> bool:
@@ -496,11 +499,14 @@ class SynthService:
             "status": "applied", "applied_version": page.version, "decided_by": by,
             "decided_at": utcnow(),
         }  # fmt: skip
-        store.decide_item(self.engine, item.id, values)
-        audit.record(
-            self.app.catalog, PAGE_SAVED, workspace_id=self.workspace_id, source=_SOURCE,
-            details={"runId": item.run_id, "archive": archive.name, "path": page.path,
-                     "version": page.version},
+        saved = {"runId": item.run_id, "archive": archive.name, "path": page.path,
+                 "version": page.version}  # fmt: skip
+        store.decide_item(
+            self.engine, item.id, values,
+            announce=lambda conn: audit.record(
+                self.app.catalog, PAGE_SAVED, workspace_id=self.workspace_id, source=_SOURCE,
+                details=saved, connection=conn,
+            ),
         )  # fmt: skip
         return page.version
 

@@ -9,7 +9,7 @@ stops anywhere resumes at the first step with no stored result.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar, cast
@@ -532,16 +532,22 @@ def _item(row: Any) -> SynthItem:
     )  # fmt: skip
 
 
-def decide_item(engine: Engine, item_id: int, values: dict[str, Any]) -> bool:
+def decide_item(
+    engine: Engine,
+    item_id: int,
+    values: dict[str, Any],
+    *,
+    announce: Callable[[Connection], object] | None = None,
+) -> bool:
     """Record a decision on an item still undecided (pending or in conflict); False
-    when another decision came first."""
+    when another decision came first. ``announce`` writes the decision's event in the
+    same transaction (both commit or neither), when the decision is recorded."""
     with engine.begin() as conn:
-        return (
-            conn.execute(
-                update(I).where(I.id == item_id, I.status.in_(UNDECIDED)).values(**values)
-            ).rowcount
-            == 1
-        )
+        statement = update(I).where(I.id == item_id, I.status.in_(UNDECIDED)).values(**values)
+        decided = conn.execute(statement).rowcount == 1
+        if decided and announce is not None:
+            announce(conn)
+        return decided
 
 
 def mark_done(engine: Engine, archive_id: int, run_id: int) -> None:

@@ -201,8 +201,10 @@ def list_users(_: AdminDep, context: AppDep) -> list[UserOut]:
 
 
 @router.post("/api/users", status_code=status.HTTP_201_CREATED, response_model=UserOut)
-def create_user(body: UserCreate, _: AdminDep, context: AppDep) -> UserOut:
-    user = service.create_user(context.catalog, body.username, body.password, body.role)
+def create_user(body: UserCreate, admin: AdminDep, context: AppDep) -> UserOut:
+    user = service.create_user(
+        context.catalog, body.username, body.password, body.role, actor=admin.username
+    )
     return _user_out(user)
 
 
@@ -216,8 +218,8 @@ def update_user(username: Username, body: UserPatch, _: AdminDep, context: AppDe
 
 
 @router.delete("/api/users/{username}", status_code=NO_CONTENT)
-def delete_user(username: Username, _: AdminDep, context: AppDep) -> None:
-    service.delete_user(context.catalog, username)
+def delete_user(username: Username, admin: AdminDep, context: AppDep) -> None:
+    service.delete_user(context.catalog, username, actor=admin.username)
 
 
 @router.put("/api/users/{username}/workspaces/{workspace}", status_code=NO_CONTENT)

@@ -41,12 +41,14 @@ from autorag.chat.service import ChatOutcome, ChatTurn, ChatUser
 from autorag.context import AppContext
 from autorag.dlp.service import DlpSession
 from autorag.errors import AutoragError
+from autorag.mcp_tools.models import McpSource
 from autorag.models import Citation
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.grounding import is_archive_page
 from autorag.text import one_line
 from autorag.wiki.skills import parse_page_source_id
 from autorag.wiki.store import archive_names
+from autorag.youtube.urls import citation_link
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["chat"])
 ChatPrincipal = Annotated[Principal, Depends(require("chat:use"))]
@@ -84,6 +86,8 @@ class SourceOut(BaseModel):
     peer: str | None = None  # the trusted peer it came from (peer_search)
     section: str | None = None  # the heading the passage sits under (Markdown)
     cited: bool = True  # the answer cites it; false: one of the "more sources"
+    # Where the passage is outside AutoRAG: a YouTube video at the passage's second.
+    link: str | None = None
 
 
 class UsageOut(BaseModel):
@@ -247,6 +251,19 @@ def _done(outcome: ChatOutcome) -> dict[str, Any]:
         "abortReason": result.abort_reason,
         "usage": _usage(result.usage.prompt_tokens, result.usage.completion_tokens).model_dump(),
         "dlp_warning": outcome.dlp_warning,  # the seed's name
+        "mcpSources": [mcp_source_data(s) for s in outcome.mcp_sources],
+    }
+
+
+def mcp_source_data(source: McpSource) -> dict[str, Any]:
+    """One source an installed MCP tool gave (the seed's ``done.mcpSources``)."""
+    return {
+        "server": source.server,
+        "tool": source.tool,
+        "uri": source.uri,
+        "title": source.title,
+        "number": source.number,
+        "cited": source.cited,
     }
 
 
@@ -294,6 +311,7 @@ def source_out(
         peer=citation.peer,
         section=citation.section,
         cited=citation.cited,
+        link=citation_link(citation.source_id, citation.text),
     )
 
 

@@ -196,7 +196,7 @@ async def upload_document(
     limit = int(context.settings.server.max_upload_mb * 1024**2)
     incoming = context.workspace.incoming_uploads_dir
     received = await receive_upload(request, incoming, limit)
-    stored = await run_in_threadpool(_store, context, pool, received, ocr_mode)
+    stored = await run_in_threadpool(_store, context, pool, received, ocr_mode, principal.username)
     row = docs.get_document(context.catalog, context.info, stored.document_id)
     document = _document(row)
     if stored.duplicate:
@@ -211,7 +211,11 @@ async def upload_document(
 
 
 def _store(
-    context: AppContext, pool: WorkerPool, received: ReceivedFile, ocr_mode: str = "auto"
+    context: AppContext,
+    pool: WorkerPool,
+    received: ReceivedFile,
+    ocr_mode: str = "auto",
+    uploaded_by: str | None = None,
 ) -> StoredUpload:
     limits = context.indexer.limits  # cached; builds nothing heavy
     workspace_id = context.info.id
@@ -225,6 +229,7 @@ def _store(
             received,
             limits,
             ocr_mode=ocr_mode,
+            uploaded_by=uploaded_by,
         )
 
 

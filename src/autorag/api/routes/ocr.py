@@ -3,6 +3,8 @@ results below the quality bar, and the vision prompt's custom instructions.
 
 Reading needs ``documents:read``; approving, rejecting and changing the instructions
 need ``workspaces:write`` (managers and admins). Approving indexes the text at once.
+The workspace's OCR settings (engine or off, languages, vision model) are read as the
+instructions are, and changed as they are.
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from autorag.api.auth import Principal, require
 from autorag.api.deps import PoolDep, WorkspaceDep
+from autorag.config import OcrSettings
 from autorag.context import AppContext
-from autorag.ocr import service, store
+from autorag.ocr import options, service, store
 from autorag.workspace_settings import read_settings, update_settings
 
 router = APIRouter(prefix="/api/workspaces/{workspace}/ocr", tags=["ocr"])
@@ -76,6 +79,42 @@ class InstructionsIn(BaseModel):
 
 class InstructionsOut(BaseModel):
     instructions: str
+
+
+class OcrSettingsIn(BaseModel):
+    """Each key given replaces the workspace's choice; null: the server's setting."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str | None = Field(
+        default=None, max_length=20, description="auto, rapidocr, tesseract, vision or off"
+    )
+    languages: list[Annotated[str, Field(max_length=20)]] | None = Field(
+        default=None, max_length=options.MAX_LANGUAGES, description="Tesseract codes: eng, deu"
+    )
+    visionModel: str | None = Field(
+        default=None, max_length=300, description="provider/model of a configured provider"
+    )
+
+
+class OcrServerOut(BaseModel):
+    """The server's own ``[ocr]`` settings, which the workspace's choices override."""
+
+    enabled: bool
+    engine: str
+    languages: list[str]
+    visionModel: str | None
+    visionAllowHosted: bool
+
+
+class OcrSettingsOut(BaseModel):
+    engine: str | None  # the workspace's choice; null: the server's
+    languages: list[str] | None
+    visionModel: str | None
+    effective: OcrServerOut  # what the workspace's scans are read with
+    server: OcrServerOut
+    engines: list[str]  # the choices for engine
+    installedLanguages: list[str]  # Tesseract's, on this server
 
 
 def _job(job: store.OcrJob) -> OcrJobOut:
@@ -189,3 +228,61 @@ def set_instructions(_: ReviewDep, context: WorkspaceDep, body: InstructionsIn) 
     changes = {"ocr_instructions": body.instructions}
     settings = update_settings(context.catalog, context.info, changes)
     return InstructionsOut(instructions=settings.ocr_instructions)
+
+
+def _ocr_out(settings: OcrSettings) -> OcrServerOut:
+    vision = None
+    if settings.vision_provider and settings.vision_model:
+        vision = f"{settings.vision_provider}/{settings.vision_model}"
+    return OcrServerOut(
+        enabled=settings.enabled,
+        engine=settings.engine,
+        languages=list(settings.languages),
+        visionModel=vision,
+        visionAllowHosted=settings.vision_allow_hosted,
+    )
+
+
+def _settings_out(context: AppContext, choice: options.OcrChoice) -> OcrSettingsOut:
+    server = context.settings.ocr
+    return OcrSettingsOut(
+        engine=choice.engine,
+        languages=choice.languages,
+        visionModel=choice.vision_model,
+        effective=_ocr_out(options.effective(server, choice)),
+        server=_ocr_out(server),
+        engines=list(options.ENGINE_CHOICES),
+        installedLanguages=list(options.installed_languages()),
+    )
+
+
+@router.get("/settings", response_model=OcrSettingsOut)
+def get_ocr_settings(_: ReadDep, context: WorkspaceDep) -> OcrSettingsOut:
+    """The workspace's OCR engine, languages and vision model, and what they override."""
+    choice = options.choice_of(read_settings(context.catalog, context.info))
+    return _settings_out(context, choice)
+
+
+@router.patch("/settings", response_model=OcrSettingsOut)
+def set_ocr_settings(_: ReviewDep, context: WorkspaceDep, body: OcrSettingsIn) -> OcrSettingsOut:
+    """Change the workspace's OCR choices (the keys given; null: back to the server's).
+    An unknown engine or language code, or a vision model no configured provider serves,
+    is refused (400); so is a hosted one unless the server allows page images out."""
+    current = options.choice_of(read_settings(context.catalog, context.info))
+    given = body.model_fields_set
+    choice = options.check_choice(
+        options.OcrChoice(
+            body.engine if "engine" in given else current.engine,
+            body.languages if "languages" in given else current.languages,
+            body.visionModel if "visionModel" in given else current.vision_model,
+        ),
+        context.settings.ocr,
+        context.settings.llm,
+    )
+    changes = {
+        "ocr_engine": choice.engine,
+        "ocr_languages": choice.languages,
+        "ocr_vision_model": choice.vision_model,
+    }
+    settings = update_settings(context.catalog, context.info, changes)
+    return _settings_out(context, options.choice_of(settings))

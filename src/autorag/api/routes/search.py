@@ -19,6 +19,7 @@ from autorag.models import SearchHit
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
 from autorag.text import one_line
+from autorag.youtube.urls import citation_link
 
 router = APIRouter(prefix="/api/workspaces/{workspace}", tags=["search"])
 SNIPPET_CHARS = 300
@@ -50,6 +51,8 @@ class HitOut(BaseModel):
     score: float
     legs: Literal["vector", "fts", "both"]
     redacted: bool  # DLP replaced something in the snippet with [REDACTED]
+    # Where the passage is outside AutoRAG: a YouTube video at the passage's second.
+    link: str | None = None
 
 
 class DiagnosticOut(BaseModel):
@@ -81,6 +84,7 @@ def _hit(hit: SearchHit, scanned: ScanResult) -> HitOut:
         score=hit.score,
         legs=hit.legs,
         redacted=scanned.has_match,
+        link=citation_link(hit.source_id, hit.text),
     )
 
 

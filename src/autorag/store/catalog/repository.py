@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
@@ -22,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from autorag.errors import Conflict, NotFound
 from autorag.models import Chunk, SearchFilters
+from autorag.store.catalog import outbox
 from autorag.store.catalog.models import (
     ChunkRow,
     DocumentRow,
@@ -168,6 +170,14 @@ class Catalog:
         full-text rows) and jobs, in one transaction; its vector table is the caller's."""
         documents = select(DocumentRow.id).where(DocumentRow.workspace_id == workspace_id)
         with self.engine.begin() as conn:
+            named = conn.execute(
+                select(WorkspaceRow.name).where(
+                    WorkspaceRow.id == workspace_id, WorkspaceRow.kind == WORKSPACE_KIND
+                )
+            ).scalar()
+            if named is not None:  # a workspace people use, not an archive's index
+                gone = {"workspace": workspace_id}
+                outbox.emit(conn, "workspace.deleted", gone, workspace=named)
             conn.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(documents)))
             conn.execute(delete(DocumentRow).where(DocumentRow.workspace_id == workspace_id))
             conn.execute(delete(JobRow).where(JobRow.workspace_id == workspace_id))
@@ -218,10 +228,16 @@ class Catalog:
                 written[item.meta.source_id] = (doc_id, chunk_ids)
         return written
 
-    def mark_ready(self, document_ids: Sequence[int], embedding_model: str) -> None:
+    def mark_ready(
+        self, document_ids: Sequence[int], embedding_model: str, *, announce: bool = False
+    ) -> None:
+        """Make documents visible; ``announce``: with a ``document.processed`` event each
+        (newly indexed, not re-embedded)."""
         if not document_ids:
             return
         with self.engine.begin() as conn:
+            if announce:
+                announce_documents(conn, document_ids, "document.processed")
             conn.execute(
                 update(DocumentRow)
                 .where(DocumentRow.id.in_(document_ids))
@@ -246,6 +262,8 @@ class Catalog:
                 .where(DocumentRow.id == doc_id)
                 .values(error_code=code, error=reason, chunk_count=0, embedding_model=None)
             )
+            if status == "failed":
+                announce_documents(conn, [doc_id], "document.failed")
             return doc_id
 
     def touch(self, document_id: int, size: int, mtime_ns: int) -> None:
@@ -266,6 +284,7 @@ class Catalog:
 
     def delete_documents(self, document_ids: Sequence[int]) -> None:
         with self.engine.begin() as conn:
+            announce_documents(conn, document_ids, "document.deleted")
             conn.execute(delete(ChunkRow).where(ChunkRow.document_id.in_(document_ids)))
             conn.execute(delete(DocumentRow).where(DocumentRow.id.in_(document_ids)))
 
@@ -502,6 +521,57 @@ class ChunkReindexRow:
     content_hash: str
     doc_type: str
     doc_date: datetime
+
+
+def announce_documents(conn: Connection, document_ids: Sequence[int], name: str) -> None:
+    """An event ``name`` per document of a workspace people use (an archive's hidden
+    index is not theirs), in ``conn``'s transaction: ids, names, counts, never text."""
+    query = (
+        select(
+            DocumentRow.id,
+            DocumentRow.source_id,
+            DocumentRow.origin,
+            DocumentRow.doc_type,
+            DocumentRow.chunk_count,
+            DocumentRow.error_code,
+            WorkspaceRow.name,
+        )
+        .join(WorkspaceRow, WorkspaceRow.id == DocumentRow.workspace_id)
+        .where(DocumentRow.id.in_(list(document_ids)), WorkspaceRow.kind == WORKSPACE_KIND)
+        .order_by(DocumentRow.id)
+    )
+    for row in conn.execute(query).all():
+        data: dict[str, object] = {
+            "document": row.id,
+            "source": row.source_id,
+            "origin": row.origin,
+            "type": row.doc_type,
+        }
+        if name == "document.processed":
+            data["chunks"] = row.chunk_count
+        elif name == "document.failed":
+            data["code"] = row.error_code
+        actor = _uploader(conn, row.id) if row.origin == "upload" else None
+        outbox.emit(conn, name, data, workspace=row.name, actor=actor)
+
+
+# The upload job's kind (``autorag.ingest.uploads.UPLOAD_JOB``) and who it was for.
+_UPLOAD_JOB = "process_upload"
+
+
+def _uploader(conn: Connection, document_id: int) -> str | None:
+    """The user who uploaded a document, as its upload job recorded (``by``)."""
+    payload = conn.execute(
+        select(JobRow.payload)
+        .where(JobRow.document_id == document_id, JobRow.kind == _UPLOAD_JOB)
+        .order_by(JobRow.id.desc())
+        .limit(1)
+    ).scalar()
+    try:
+        by = json.loads(payload or "{}").get("by")
+    except (ValueError, AttributeError):
+        return None
+    return by if isinstance(by, str) else None
 
 
 def fulltext_scope(workspace_id: int) -> str:

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from autorag.errors import InvalidInput
 from autorag.models import SearchFilters
+
+if TYPE_CHECKING:  # annotations only: `autorag status` counts vectors without NumPy
+    import numpy as np
+    import numpy.typing as npt
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import {
   h, icon, loading, modal, modKey, richSnippet, toast,
 } from "./dom.js";
 import { app, currentRoute, navigate, refreshModels, setHashQuietly, setTitle } from "./state.js";
+import { canReveal, dlpToggle, trackMessage } from "./dlp_reveal.js";
 import { legsBadges, passageText, renderAnswer } from "./render.js";
 import { shownName } from "./words.js";
 import { wikiEditCard } from "./wiki_card.js";
@@ -274,6 +275,7 @@ class ChatView {
       this.renameButton = h("button", { class: "btn ghost small icon-only rename-button", type: "button", "aria-label": "Rename chat", title: "Rename chat", hidden: true, on: { click: () => this.rename() } }, icon("edit", "sm")),
       this.modelButton,
       h("button", { class: "btn ghost small icon-only", type: "button", "aria-label": `Compare two models (${modKey}+Shift+M)`, title: `Compare two models (${modKey}+Shift+M)`, on: { click: () => openCompare() } }, icon("columns")));
+    if (canReveal()) head.append(dlpToggle(() => this.messages)); // admins: Show DLP texts
     this.messages = h("div", { class: "messages", tabindex: "-1", "aria-label": "Conversation" });
     this.messages.addEventListener("scroll", () => { this.stick = this.atBottom(); }, { passive: true });
     this.stick = true;
@@ -353,7 +355,13 @@ class ChatView {
   }
 
   // -- threads --
-  async open(chatId) {
+  open(chatId) {
+    // Kept so a question sent while the page is still opening waits for its thread.
+    this.opening = this.openThread(chatId);
+    return this.opening;
+  }
+
+  async openThread(chatId) {
     if (!this.agent) {
       try {
         this.agent = await api(`${this.base}/agent`);
@@ -441,9 +449,12 @@ class ChatView {
     if (message.role === "user") {
       thread.el.append(h("div", { class: "msg user" }, h("div", { class: "bubble" }, richSnippet(message.content))));
       thread.question = message.content;
+      const bubble = thread.el.lastElementChild.firstElementChild;
+      trackMessage(thread.el.lastElementChild, message.id, message.content, (t) => bubble.replaceChildren(richSnippet(t)));
     } else {
       const view = AnswerView.fromMessage(message, { onCite: (v, n, opener) => this.showSource(v, n, opener) });
       thread.el.append(view.el);
+      trackMessage(view.el, message.id, message.content, (t) => { view.text = t; view.paint(); });
     }
   }
 
@@ -703,8 +714,9 @@ class ChatView {
         return;
       }
     }
+    if (!this.current && this.opening) await this.opening;
     const thread = this.current;
-    if (thread.controller) return;
+    if (!thread || thread.controller) return;
     this.input.value = "";
     this.autosize();
     await this.ask(thread, text.startsWith("//") ? text.slice(1) : text);
@@ -782,6 +794,7 @@ class ChatView {
     if (thread.id) thread.chat = this.chats.find((c) => c.id === thread.id) || thread.chat;
     if (done && done.dlp_warning) {
       this.showStoredQuestion(thread, view);
+      trackMessage(view.el, done.messageId, view.text, (t) => { view.text = t; view.paint(); });
       view.notice("warn", [h("strong", {}, "Sensitive data was redacted. "),
         "Data-loss prevention replaced part of the question, the answer or its sources with [REDACTED].",
         app.can("dlp:admin") ? h("span", {}, " ", h("a", { href: "#/admin/dlp" }, "DLP history")) : null]);
@@ -803,6 +816,7 @@ class ChatView {
         bubble.replaceChildren(richSnippet(asked.content));
         bubble.title = "As sent: data-loss prevention redacted part of it";
       }
+      if (asked && bubble) trackMessage(bubble.parentElement, asked.id, asked.content, (t) => bubble.replaceChildren(richSnippet(t)));
     } catch { /* the local echo stays */ }
   }
 
@@ -884,6 +898,8 @@ class ChatView {
         h("dt", {}, "Source"), h("dd", { class: "mono small" }, shownName(source.source || source.sourceId))),
       h("blockquote", { class: "snippet", "aria-label": "Passage" }, richSnippet(passageText(source.snippet))),
       h("div", { class: "btn-row" }, documentLink,
+        // A YouTube passage: the video, opened at the second the passage starts.
+        source.link ? h("a", { class: "btn small", href: source.link, target: "_blank", rel: "noopener noreferrer" }, icon("link", "sm"), "Watch from here") : null,
         h("button", { class: "btn small", type: "button", on: { click: async () => { await copyText(source.snippet); toast("Passage copied."); } } }, icon("copy", "sm"), "Copy passage")));
   }
 

@@ -42,6 +42,20 @@ function statusBadge(status) {
   return h("span", { class: ["badge", kinds[status] || ""] }, h("span", { class: "dot", "aria-hidden": "true" }), labels[status] || status);
 }
 
+// Why a video could not be added, in words: the server's sentence says which video and
+// which languages; this says what it means for the person.
+function videoProblem(error) {
+  const lead = {
+    transcripts_disabled: "This video has no transcript: its uploader turned captions off.",
+    no_transcript_in_languages: "No transcript in the languages this server prefers.",
+    video_unavailable: "This video is unavailable.",
+    youtube_blocked: "YouTube refused this server's request for now.",
+    invalid_youtube_url: "That is not a YouTube video link.",
+    youtube_unreachable: "YouTube cannot be reached from the server.",
+  }[error.code];
+  return lead ? [h("strong", {}, lead), h("div", { class: "small" }, error.message)] : error.message;
+}
+
 function reasonText(doc) {
   return doc.message || REASONS[doc.reason] || doc.reason || "Processing failed.";
 }
@@ -64,6 +78,16 @@ export async function render(container, { rest, query }) {
     h("strong", {}, "Drag and drop files here"),
     h("span", { class: "muted small" }, "PDF, Word, PowerPoint, Excel, CSV, text, Markdown or HTML · many at once"),
     choose, input);
+  // -- a YouTube video: its transcript becomes a document (POST …/documents/youtube) --
+  const videoInput = h("input", { class: "input", type: "text", inputmode: "url", id: "youtube-url", autocomplete: "off", spellcheck: "false", placeholder: "https://www.youtube.com/watch?v=…  or  https://youtu.be/…" });
+  const videoButton = h("button", { class: "btn", type: "submit" }, icon("plus", "sm"), "Add video");
+  const videoStatus = h("div", { class: "youtube-status", "aria-live": "polite" });
+  const videoForm = h("form", { class: "youtube-add stack", "aria-label": "Add a YouTube video" },
+    h("label", { class: "label", for: "youtube-url" }, "Add a YouTube video"),
+    h("div", { class: "input-group" }, videoInput, videoButton),
+    h("span", { class: "muted small" }, "Its transcript becomes a document; a citation of it opens the video at that moment."),
+    videoStatus);
+  videoForm.addEventListener("submit", (e) => { e.preventDefault(); addVideo(); });
   const uploadsList = h("ul", { class: "uploads", "aria-label": "Uploads" });
   const clearDone = h("button", { class: "btn ghost small", type: "button", on: { click: () => { queue.items = queue.items.filter((i) => !["ready", "duplicate", "failed"].includes(i.state)); paintUploads(); } } }, "Clear finished");
   const uploadsSection = h("section", { class: "card", "aria-labelledby": "uploads-title", hidden: true },
@@ -88,6 +112,7 @@ export async function render(container, { rest, query }) {
         h("button", { class: "btn ghost small", type: "button", on: { click: () => load() } }, icon("refresh", "sm"), "Refresh"),
         sub),
       canWrite ? dropzone : h("div", { class: "notice" }, icon("info"), h("div", { class: "notice-body" }, "You may read this workspace's documents, not upload or delete them.")),
+      canWrite ? videoForm : null,
       uploadsSection,
       h("section", { class: "stack", "aria-labelledby": "docs-title" },
         h("h2", { id: "docs-title", class: "sr-only" }, "All documents"),
@@ -164,6 +189,26 @@ export async function render(container, { rest, query }) {
     notify();
     schedule();
     load(true);
+  }
+
+  async function addVideo() {
+    const url = videoInput.value.trim();
+    if (!url) { videoInput.focus(); return; }
+    videoButton.disabled = true;
+    clear(videoStatus, h("span", { class: "spinner", "aria-hidden": "true" }), h("span", {}, " Fetching the transcript and indexing it…"));
+    try {
+      const doc = await api(`${base}/documents/youtube`, { method: "POST", body: { url } });
+      const verb = { created: "Added", updated: "Updated", unchanged: "Already up to date:" }[doc.outcome] || "Added";
+      clear(videoStatus, h("div", { class: "notice", role: "status" }, icon("check"), h("div", { class: "notice-body" },
+        `${verb} “${doc.title}” · transcript in ${doc.language}${doc.generated ? " (auto-generated)" : ""} · ${doc.chunks} chunk${doc.chunks === 1 ? "" : "s"} · `,
+        h("a", { href: `#/documents/${doc.id}` }, "Details"))));
+      videoInput.value = "";
+      load(true);
+    } catch (error) {
+      clear(videoStatus, h("div", { class: "notice error", role: "alert" }, icon("alert"), h("div", { class: "notice-body" }, videoProblem(error))));
+    } finally {
+      videoButton.disabled = false;
+    }
   }
 
   function notify() { for (const fn of queue.listeners) fn(); }

@@ -19,7 +19,11 @@ const PAGES = {
   search: { title: "Search", icon: "search", load: () => import("./search.js") },
   wiki: { title: "Wiki", icon: "book", load: () => import("./wiki.js"), visible: () => app.can("archive:read") },
   settings: { title: "Settings", icon: "settings", load: () => import("./settings.js") },
+  ocr: { title: "OCR", icon: "eye", load: () => import("./ocr.js"), visible: () => app.can("documents:read") },
   admin: { title: "Admin", icon: "users", load: () => import("./admin.js"), visible: () => app.can("users:admin") || app.can("dlp:admin") || app.can("keys:write") },
+  backups: { title: "Backups", icon: "history", load: () => import("./backups.js"), visible: () => app.can("backup:admin") && app.me.workspaces === null },
+  webhooks: { title: "Webhooks", icon: "link", load: () => import("./webhooks.js"), visible: () => app.can("webhooks:admin") && app.me.workspaces === null },
+  mcp: { title: "Tool servers (MCP)", icon: "link", load: () => import("./mcp.js"), visible: () => app.can("mcp:admin") },
   p2p: { title: "P2P", icon: "peers", load: () => import("./p2p.js"), visible: p2pInMenu },
 };
 

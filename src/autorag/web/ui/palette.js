@@ -36,6 +36,8 @@ function commandItems() {
   if (app.can("users:admin")) items.push(go("admin/users", "Users", "users", "admin roles"));
   if (app.can("keys:write")) items.push(go("admin/keys", "API keys", "key", "admin tokens"));
   if (app.can("dlp:admin")) items.push(go("admin/dlp", "DLP patterns", "shield", "redaction admin"));
+  if (app.can("backup:admin") && app.me.workspaces === null) items.push(go("backups", "Backups", "history", "backup restore schedule"));
+  if (app.can("webhooks:admin") && app.me.workspaces === null) items.push(go("webhooks", "Webhooks", "link", "events integrations notify"));
   if (p2pInMenu()) items.push(go("p2p", "P2P: peers, policy, approvals", "peers", "simplex approvals"));
   items.push({ group: "Commands", id: "signout", label: "Sign out", icon: "logout", run: () => signOut({ kind: "ok", text: "You have signed out." }) });
   return items;

@@ -5,6 +5,8 @@
 import { api, ws } from "./api.js";
 import { canConnect, connectionsCard } from "./connections.js";
 import { clear, errorNotice, field, h, icon, inlineField, loading, setFieldError, toast } from "./dom.js";
+import { canMaintain, maintenanceCard } from "./maintenance.js";
+import { notificationsCard } from "./notifications.js";
 import { app, refreshModels, reloadWorkspaces } from "./state.js";
 import { modelWords, skillWords } from "./words.js";
 
@@ -207,7 +209,8 @@ export async function render(container) {
     });
   }
 
-  host.append(h("div", { class: "cards-2" }, h("div", { class: "stack" }, agentForm), h("div", { class: "stack" }, wsForm, app.can("chat:use") ? modelsCard : null, canConnect() ? connectionsCard() : null, mineForm, workspacesCard)));
+  host.append(h("div", { class: "cards-2" }, h("div", { class: "stack" }, agentForm), h("div", { class: "stack" }, wsForm, app.can("chat:use") ? modelsCard : null, canConnect() ? connectionsCard() : null, mineForm, app.can("push:use") ? notificationsCard() : null, workspacesCard)));
+  if (canMaintain()) host.append(maintenanceCard()); // Maintenance: re-index every workspace
   const unsubscribe = app.on("models", () => { if (modelsCard.isConnected) paintModels(); });
   return { title: "Settings", cleanup: unsubscribe };
 }

@@ -1,0 +1,1 @@
+"""Installed MCP tool servers: their tools as the agent's skills (issue 22)."""

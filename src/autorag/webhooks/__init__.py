@@ -1,0 +1,1 @@
+"""Webhooks (issue 21): events POSTed, signed, to URLs an admin registers."""

@@ -1,0 +1,175 @@
+"""The chat widget in Chromium, embedded in a page of another origin: a host page served
+on its own loopback port carries the one script tag; the bubble opens, shows the
+greeting in the widget's colour, a question is answered streamed with its source, a
+redacted answer brings the PII warning, the host page's cookie and globals are left as
+they were, and the panel fits a phone. The same page opened as another origin
+(``localhost`` instead of ``127.0.0.1``), which the widget does not allow, is refused:
+the widget says so.
+
+The API runs in this process (uvicorn on loopback), the model is the scripted
+OpenAI-compatible server; Debian's Chromium driven by Playwright."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from autorag.api.app import create_app
+from autorag.auth.service import create_user
+from autorag.context import open_context
+from autorag.ingest.minsync import refresh
+from tests.doubles.openai_server import ScriptedOpenAI
+from tests.doubles.script import Text, Tool
+from tests.e2e.web_helpers import PHONE, browser_page, playwright_sync_api
+from tests.workspaces import new_workspace
+
+sync_api = playwright_sync_api()
+expect = sync_api.expect
+
+PASSWORD = "a long enough password"
+GREETING = "Hello! Ask me about returns."
+PRIMARY = "#aa2200"
+HOST_PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1"><title>Shop</title>
+<script>document.cookie = "host=1; path=/"; window.before = Object.keys(window);</script>
+</head><body><h1>The shop</h1>
+<script src="{api}/widget.js" data-widget-id="{widget}" async></script>
+</body></html>
+"""
+
+
+@dataclass(frozen=True)
+class World:
+    api: str
+    host_port: int
+    model: ScriptedOpenAI
+
+    def page_url(self, host: str) -> str:
+        return f"http://{host}:{self.host_port}/host.html"
+
+
+def _serve_api(app: Any) -> tuple[str, uvicorn.Server, threading.Thread]:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "the API did not start"
+        time.sleep(0.01)
+    return f"http://127.0.0.1:{sock.getsockname()[1]}", server, thread
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    root = tmp_path_factory.mktemp("web-widget")
+    docs, site = root / "docs", root / "site"
+    docs.mkdir()
+    site.mkdir()
+    (docs / "returns.md").write_text("# Returns\n\nItems may be returned within 30 days.\n")
+    workspace = new_workspace(root / "kb", search_paths=[str(docs)])
+    context = open_context(workspace)
+    try:
+        refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
+        create_user(context.catalog, "root", PASSWORD, "admin")
+    finally:
+        context.close()
+    host = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(site)))
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    host_port = host.server_address[1]
+    with ScriptedOpenAI() as model:
+        provider = {"name": "scripted", "kind": "openai", "base_url": model.base_url,
+                    "default_model": "gpt-test", "local": True}  # fmt: skip
+        app = create_app(workspace, llm={"providers": [provider], "default": "scripted"})
+        api, server, thread = _serve_api(app)
+        try:
+            widget = _make_widget(api, f"http://127.0.0.1:{host_port}")
+            page = HOST_PAGE.format(api=api, widget=widget)
+            (site / "host.html").write_text(page)
+            yield World(api, host_port, model)
+        finally:
+            server.should_exit = True
+            thread.join(10)
+            host.shutdown()
+
+
+def _make_widget(api: str, origin: str) -> str:
+    login = httpx.post(f"{api}/api/auth/login", json={"username": "root", "password": PASSWORD})
+    headers = {"Authorization": f"Bearer {login.json()['access_token']}"}
+    body = {"name": "shop", "allowedOrigins": [origin], "greeting": GREETING,
+            "theme": {"primary": PRIMARY}}  # fmt: skip
+    made = httpx.post(f"{api}/api/workspaces/default/widgets", json=body, headers=headers)
+    assert made.status_code == 201, made.text
+    return str(made.json()["publicId"])
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def test_the_widget_answers_on_an_allowed_site_and_refuses_another(world: World) -> None:
+    world.model.reset(
+        [
+            Tool("rag_search", {"query": "returns"}),
+            Text("Items may be returned within 30 days [1].", delay_s=0.02),
+            Text("Write to jane.doe@example.com for help."),
+        ]
+    )
+    with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
+        page.set_default_timeout(15_000)
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.goto(world.page_url("127.0.0.1"))
+        page.get_by_role("button", name="Open chat").click()
+        bubble = page.get_by_role("button", name="Close chat", exact=True).last
+        panel = page.get_by_role("dialog", name="Ask us")
+        expect(panel.get_by_text(GREETING)).to_be_visible()
+        colour = bubble.evaluate("b => getComputedStyle(b).backgroundColor")
+        assert colour == "rgb(170, 34, 0)"  # the widget's primary colour
+
+        box = panel.get_by_role("textbox")
+        expect(box).to_be_focused()  # the keyboard lands in the question box
+        box.fill("How long do I have to return an item?")
+        box.press("Enter")
+        expect(panel.get_by_text("Items may be returned within 30 days [1].")).to_be_visible()
+        expect(panel.get_by_role("list", name="Sources")).to_contain_text("[1] Returns")
+
+        box.fill("Who can help me?")
+        box.press("Enter")
+        warning = panel.get_by_role("alert")
+        expect(warning).to_contain_text("personal data")
+        expect(panel.get_by_text("[REDACTED]", exact=False)).to_be_visible()
+        warning.get_by_role("button", name="Understood").click()
+        expect(warning).to_be_hidden()
+
+        leaked = page.evaluate(
+            "() => Object.keys(window).filter(k => !window.before.includes(k) && k !== 'before')"
+        )
+        assert leaked == []  # no global of the widget's
+        assert page.evaluate("document.cookie") == "host=1"
+        assert [c["name"] for c in page.context.cookies()] == ["host"]
+
+        page.set_viewport_size(PHONE)
+        width = panel.evaluate("p => p.getBoundingClientRect().width")
+        assert width <= PHONE["width"]
+        page.keyboard.press("Escape")
+        expect(panel).to_be_hidden()
+
+        page.goto(world.page_url("localhost"))  # another origin: not allowed
+        page.get_by_role("button", name="Open chat").click()
+        expect(page.get_by_text("This chat is not available here")).to_be_visible()
+        expect(page.get_by_role("dialog").get_by_role("textbox")).to_be_disabled()
+        assert errors == []
