@@ -9,9 +9,9 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -49,18 +49,63 @@ class IngestSettings(BaseModel):
     # Files with more than one name on disk (hard links) are refused by default: the policy
     # of the one name a walk sees may not be the policy of the others.
     index_hard_links: bool = False
+    # A document's language picks its full-text stemmer: "auto" detects it from the text
+    # (ISO 639-1 code; see autorag.text.language), a code fixes it for every document.
+    language: str = Field(default="auto", pattern=r"^(auto|[a-z]{2})$")
+    # Used when detection is unsure (short or mixed text).
+    default_language: str = Field(default="en", pattern=r"^[a-z]{2}$")
+
+
+class RerankSettings(BaseModel):
+    """A second stage over the first ``top_n`` hits (``autorag.rerank``); off unless a
+    provider is set. It never fails a search: past ``timeout_s``, or on any error, the
+    first-stage order stands and the response says why."""
+
+    provider: Literal["none", "cross-encoder", "http", "llm"] = "none"
+    # cross-encoder: the path of a sentence-transformers CrossEncoder directory (never
+    # downloaded); http: the model name sent, if the API wants one; llm: provider/model
+    # (default: the workspace's chat model).
+    model: str | None = Field(default=None, max_length=1000)
+    url: str | None = Field(default=None, max_length=2000)  # http: the /rerank endpoint
+    # http: the request shape: TEI's {query, texts} or Cohere's {query, documents} (Jina,
+    # Voyage and mixedbread speak Cohere's).
+    api: Literal["tei", "cohere"] = "tei"
+    api_key: SecretStr | None = None  # http: sent as a bearer token
+    # http: whether the service runs on this machine or network. None: judged from the
+    # url's host. A hosted one is sent only passages whose source policy is `share`.
+    local: bool | None = None
+    top_n: int = Field(default=30, ge=1, le=200)  # first-stage hits reranked
+    timeout_s: float = Field(default=5.0, gt=0, le=60)  # then the first-stage order stands
+    max_passage_chars: int = Field(default=2000, ge=100, le=20_000)  # each passage sent
+
+    @model_validator(mode="after")
+    def _complete(self) -> RerankSettings:
+        if self.provider == "http" and not self.url:
+            raise ValueError("search.rerank.provider = 'http' needs search.rerank.url")
+        if self.provider == "cross-encoder" and not self.model:
+            raise ValueError(
+                "search.rerank.provider = 'cross-encoder' needs search.rerank.model, "
+                "the path of a local model directory"
+            )
+        return self
 
 
 class SearchSettings(BaseModel):
+    # How the two legs are fused: "rrf" (the seed's reciprocal rank fusion, each leg's
+    # rank) or "convex" (a weighted sum of each leg's scores, min-max normalised over its
+    # own candidates). The weights scale each leg in either.
+    fusion: Literal["rrf", "convex"] = "rrf"
     rrf_k: int = Field(default=60, ge=0)
     vector_weight: float = Field(default=1.0, ge=0)
     fts_weight: float = Field(default=1.0, ge=0)
     candidate_depth: int = Field(default=100, ge=1)  # hits taken from each leg before fusion
     default_k: int = Field(default=10, ge=1)
     fts_title_weight: float = Field(default=1.0, ge=0)
-    # PostgreSQL text-search configuration (a name in pg_ts_config: simple, english…);
-    # SQLite's FTS5 index always stems English (porter) and ignores it.
+    # PostgreSQL text-search configuration (a name in pg_ts_config) applied to the terms
+    # autorag.text.analysis has already stemmed per language: keep "simple", which adds
+    # no stemming of its own. SQLite's FTS5 index ignores it.
     fts_config: str = Field(default="simple", pattern=r"^[a-z_][a-z0-9_]{0,62}$")
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
 
 
 class VectorSettings(BaseModel):

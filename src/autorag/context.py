@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 if TYPE_CHECKING:
     from autorag.ingest.pipeline import Indexer
     from autorag.ingest.readiness import CountsVectors, Readiness
+    from autorag.llm.router import ModelRouter, Target
+    from autorag.rerank.stage import RerankStage
     from autorag.retrieval.hybrid import HybridSearcher
     from autorag.sources.policy import PolicyStore
     from autorag.store.fulltext.base import FullTextIndex
@@ -120,6 +122,34 @@ class AppContext:
             embedder=lambda: self.embedder,
             settings=self.settings.search,
             roots=self.roots,
+            reranker=self._rerank_stage(),
+        )
+
+    def _rerank_stage(self) -> RerankStage | None:
+        """``[search.rerank]`` built for this workspace: its own switch, its chat model
+        (the llm reranker's, resolved per search) and its source policy (what a hosted
+        reranker may be sent)."""
+        from autorag.rerank.llm import workspace_chat_model
+        from autorag.rerank.registry import build_stage
+        from autorag.rerank.stage import policy_shareable
+        from autorag.workspace_settings import read_settings
+
+        settings = self.settings.search.rerank
+        routers: list[ModelRouter] = []  # built on the first llm rerank, then kept
+
+        def chat_model() -> Target:
+            if not routers:
+                routers.append(build_model_router(self))
+            return workspace_chat_model(routers[0], self.catalog, self.info, settings.model)
+
+        return build_stage(
+            settings,
+            chat_model=chat_model,
+            workspace_on=lambda: read_settings(self.catalog, self.info).rerank,
+            shareable=policy_shareable(
+                lambda: open_policy(self),
+                lambda: read_settings(self.catalog, self.info).agent.local_llm_only,
+            ),
         )
 
     @cached_property
@@ -246,6 +276,28 @@ def open_context(workspace: Workspace, /, **overrides: Any) -> AppContext:
     migrate(engine)
     catalog = Catalog(engine)
     return AppContext(workspace, settings, catalog, catalog.ensure_workspace(settings.workspace))
+
+
+def build_model_router(app: AppContext) -> ModelRouter:
+    """The providers configured in ``llm.providers``, the built-in extractive one, and
+    the model connections stored in the catalog (taken up as they change)."""
+    from autorag.connections.service import Connections, StoredProviders
+    from autorag.errors import InvalidInput
+    from autorag.llm.base import LLMProvider
+    from autorag.llm.extractive import ExtractiveProvider
+    from autorag.llm.registry import build_provider
+    from autorag.llm.router import EXTRACTIVE, ModelRouter
+
+    # The embedding model loads on first use, not when the router is built.
+    extractive = ExtractiveProvider(embed=lambda texts: app.embedder.embed(texts))
+    providers: list[LLMProvider] = [extractive]
+    for config in app.settings.llm.providers:
+        if config.name == EXTRACTIVE:
+            raise InvalidInput("the provider name 'extractive' is reserved for the built-in one")
+        providers.append(build_provider(config))
+    llm = app.settings.llm
+    source = StoredProviders(Connections(app.catalog.engine, llm))
+    return ModelRouter(providers, env_default=llm.default, fallback=llm.fallback, source=source)
 
 
 def open_policy(app: AppContext) -> PolicyStore:

@@ -52,6 +52,9 @@ class WorkspaceSettings(BaseModel):
         default=False, description="Redact personal data from documents as they are indexed"
     )
     agent: AgentConfig = Field(default_factory=AgentConfig)
+    # Off: this workspace's searches skip the server's reranker ([search.rerank]) unless
+    # a search asks for it (`autorag search --rerank`).
+    rerank: bool = Field(default=True, description="Rerank search results")
     ocr_instructions: str = Field(
         default="", max_length=4000, description="Added to the vision OCR prompt"
     )

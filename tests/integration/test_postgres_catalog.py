@@ -23,6 +23,7 @@ from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.store.catalog.repository import Catalog, DocumentMeta, StagedDocument
 from autorag.store.fulltext import open_fulltext
 from autorag.store.fulltext.postgres import PostgresFullTextIndex, rank_weights
+from autorag.text.analysis import index_terms
 from autorag.workspace import init_workspace
 
 pytestmark = pytest.mark.postgres
@@ -145,8 +146,9 @@ def test_search_ranks_stays_in_its_workspace_and_tracks_edits(catalog: Catalog) 
     assert index.search(workspace, "the of and", depth=10, filters=NONE) == []
     assert index.search(workspace, 'kayak" OR -paddles:* & !', depth=10, filters=NONE)
 
-    with catalog.engine.begin() as conn:  # the trigger keeps the vector in step
-        conn.execute(update(ChunkRow).where(ChunkRow.id == kayak).values(text="Canoe oars."))
+    with catalog.engine.begin() as conn:  # the trigger keeps the vector in step with the terms
+        edit = {"text": "Canoe oars.", "fts_text": index_terms("Canoe oars.", "en")}
+        conn.execute(update(ChunkRow).where(ChunkRow.id == kayak).values(**edit))
     assert index.search(workspace, "paddles", depth=10, filters=NONE) == []
     assert [c for c, _ in index.search(workspace, "oars", depth=10, filters=NONE)] == [kayak]
 
@@ -208,11 +210,16 @@ def test_title_weight_lifts_title_matches(catalog: Catalog) -> None:
     assert rank_weights(4.0) == [0.25, 0.0, 0.0, 1.0]
 
 
-def test_english_stems_where_simple_does_not(catalog: Catalog) -> None:
+def test_the_analyser_stems_under_any_configuration_and_a_switch_rebuilds(
+    catalog: Catalog,
+) -> None:
+    # The terms are stemmed before PostgreSQL sees them (autorag.text.analysis), so even
+    # `simple`, which adds no stemming of its own, meets "refund" with "Refunds".
     [refunds] = _stage(catalog, "a", {"policy": "Refunds were processed within days."})
     workspace = catalog.ensure_workspace("a").id
     simple = PostgresFullTextIndex(catalog.engine, config="simple")
-    assert simple.search(workspace, "refund processing", depth=5, filters=NONE) == []
+    found = simple.search(workspace, "refund processing", depth=5, filters=NONE)
+    assert [chunk_id for chunk_id, _ in found] == [refunds]
 
     english = PostgresFullTextIndex(catalog.engine, config="english")  # rebuilds the vectors
     found = english.search(workspace, "refund processing", depth=5, filters=NONE)
@@ -224,7 +231,10 @@ def test_english_stems_where_simple_does_not(catalog: Catalog) -> None:
     assert stored == "english"
 
     PostgresFullTextIndex(catalog.engine, config="simple")  # and back
-    assert simple.search(workspace, "refund", depth=5, filters=NONE) == []
+    assert len(simple.search(workspace, "refund", depth=5, filters=NONE)) == 2
+    with catalog.engine.connect() as conn:
+        stored = conn.execute(text("SELECT config FROM fulltext_settings")).scalar_one()
+    assert stored == "simple"
 
 
 def test_an_unknown_configuration_is_refused(engine: Engine) -> None:

@@ -21,14 +21,11 @@ from autorag.chat import store
 from autorag.chat.redaction import RedactingEmitter
 from autorag.chat.skills import builtin_skills
 from autorag.config import Settings
-from autorag.connections.service import Connections, StoredProviders
-from autorag.context import AppContext
+from autorag.context import AppContext, build_model_router
 from autorag.dlp.service import DlpSession
 from autorag.errors import InvalidInput
-from autorag.llm.base import DEFAULT_OPTIONS, ChatMessage, GenerationOptions, LLMProvider
-from autorag.llm.extractive import ExtractiveProvider
-from autorag.llm.registry import build_provider
-from autorag.llm.router import EXTRACTIVE, ModelRouter, Resolution
+from autorag.llm.base import DEFAULT_OPTIONS, ChatMessage, GenerationOptions
+from autorag.llm.router import ModelRouter, Resolution
 from autorag.mcp_tools.models import McpSource
 from autorag.mcp_tools.skill import mcp_sources, workspace_skills
 from autorag.models import SearchFilters
@@ -341,18 +338,9 @@ def caller_of(app: AppContext, user: ChatUser) -> Caller:
 
 
 def build_router(app: AppContext) -> ModelRouter:
-    """The providers configured in ``llm.providers``, the built-in extractive one, and
-    the model connections stored in the catalog (taken up as they change)."""
-    # The embedding model loads on first use, not when the router is built.
-    extractive = ExtractiveProvider(embed=lambda texts: app.embedder.embed(texts))
-    providers: list[LLMProvider] = [extractive]
-    for config in app.settings.llm.providers:
-        if config.name == EXTRACTIVE:
-            raise InvalidInput("the provider name 'extractive' is reserved for the built-in one")
-        providers.append(build_provider(config))
-    llm = app.settings.llm
-    source = StoredProviders(Connections(app.catalog.engine, llm))
-    return ModelRouter(providers, env_default=llm.default, fallback=llm.fallback, source=source)
+    """The model router of ``app``'s settings and stored connections
+    (``autorag.context.build_model_router``, which the llm reranker shares)."""
+    return build_model_router(app)
 
 
 def _checked(question: str) -> str:

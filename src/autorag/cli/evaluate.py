@@ -54,6 +54,9 @@ def beir(
     keep: Annotated[
         Path | None, typer.Option(help="Keep the evaluation workspace in this folder.")
     ] = None,
+    fusion: Annotated[
+        str | None, typer.Option(help="Override search.fusion: rrf | convex.")
+    ] = None,
     rrf_k: Annotated[int | None, typer.Option(help="Override search.rrf_k.")] = None,
     vector_weight: Annotated[
         float | None, typer.Option(help="Override search.vector_weight.")
@@ -76,6 +79,7 @@ def beir(
     search = {
         key: value
         for key, value in (
+            ("fusion", fusion),
             ("rrf_k", rrf_k),
             ("vector_weight", vector_weight),
             ("fts_weight", fts_weight),

@@ -76,6 +76,15 @@ def search_command(
     per_document: Annotated[
         bool, typer.Option("--per-document", help="At most one hit per document.")
     ] = False,
+    rerank: Annotated[
+        bool | None,
+        typer.Option(
+            "--rerank/--no-rerank",
+            help="Rerank the first results with the configured reranker (search.rerank), "
+            "or not. Default: as the workspace says.",
+            show_default=False,
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Hybrid search (vectors + full-text, fused with RRF).
@@ -89,7 +98,9 @@ def search_command(
     filters = cli_filters(doc_type, date_from, date_to)
     app = open_app(ctx)
     response = app.searcher.search(
-        SearchRequest(query, k=k, filters=filters, mode=_mode(mode), per_document=per_document)
+        SearchRequest(
+            query, k=k, filters=filters, mode=_mode(mode), per_document=per_document, rerank=rerank
+        )
     )
     if as_json:
         print_json(dataclasses.asdict(response))

@@ -30,6 +30,13 @@ KNOWN_MODEL_DIMS: dict[str, int] = {
     "sentence-transformers/all-MiniLM-L6-v2": 384,
     "nomic-embed-text": 768,
     "mxbai-embed-large": 1024,
+    # Multilingual (README, Languages): a Spanish or Italian team's vector leg.
+    "bge-m3": 1024,
+    "BAAI/bge-m3": 1024,
+    "intfloat/multilingual-e5-large": 1024,
+    "intfloat/multilingual-e5-base": 768,
+    "intfloat/multilingual-e5-small": 384,
+    "paraphrase-multilingual-MiniLM-L12-v2": 384,
     "text-embedding-3-small": 1536,
     "text-embedding-3-large": 3072,
     "text-embedding-ada-002": 1536,

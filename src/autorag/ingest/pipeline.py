@@ -30,6 +30,7 @@ from autorag.store.catalog.repository import (
     WorkspaceInfo,
 )
 from autorag.store.vectors.base import VectorRecord, VectorStore
+from autorag.text.language import detect_language
 from autorag.workspace_settings import read_settings
 
 OutcomeStatus = Literal["ready", "failed", "skipped", "needs_ocr", "unchanged", "deleted"]
@@ -252,11 +253,19 @@ class Indexer:
         self.vectors.delete_documents([document_id])
         return IngestOutcome(meta.source_id, status, document_id, error_code=code, error=reason)
 
+    def _language(self, chunks: Sequence[Chunk]) -> str:
+        """The document's language, from the start of its text (or as configured)."""
+        if self.settings.language != "auto":
+            return self.settings.language
+        sample = " ".join(c.text for c in chunks[:4])
+        return detect_language(sample, default=self.settings.default_language)
+
     def _write(self, batch: list[_Prepared], report: OutcomeHook) -> None:
         texts = [embedding_text(p.meta.title, c.text) for p in batch for c in p.chunks]
         vectors = self.embedder.embed(texts)
         written = self.catalog.stage_documents(
-            self.workspace.id, [StagedDocument(p.meta, p.chunks) for p in batch]
+            self.workspace.id,
+            [StagedDocument(p.meta, p.chunks, self._language(p.chunks)) for p in batch],
         )
         records: list[VectorRecord] = []
         row = 0

@@ -13,7 +13,8 @@ from typing import Literal
 from autorag.config import SearchSettings
 from autorag.embeddings.base import EmbeddingProvider
 from autorag.models import Diagnostic, SearchFilters, SearchHit, SearchResponse
-from autorag.retrieval.fusion import Fused, rank_fused, rrf_fuse
+from autorag.rerank.stage import RerankStage
+from autorag.retrieval.fusion import Fused, convex_fuse, rank_fused, rrf_fuse
 from autorag.retrieval.query_batcher import QueryBatcher
 from autorag.sources import SourceRoot, to_real_path
 from autorag.store.catalog.repository import Catalog, ChunkView, WorkspaceInfo
@@ -31,6 +32,7 @@ class SearchRequest:
     filters: SearchFilters = field(default_factory=SearchFilters)
     mode: SearchMode = "hybrid"
     per_document: bool = False  # at most one hit (the best chunk) per document
+    rerank: bool | None = None  # None: as the workspace says (when a reranker is set)
 
 
 class HybridSearcher:
@@ -43,6 +45,7 @@ class HybridSearcher:
         embedder: Callable[[], EmbeddingProvider],
         settings: SearchSettings,
         roots: Sequence[SourceRoot],
+        reranker: RerankStage | None = None,
     ) -> None:
         self.catalog = catalog
         self.workspace = workspace
@@ -52,16 +55,31 @@ class HybridSearcher:
         self.settings = settings
         self.roots = roots
         self._batcher: QueryBatcher | None = None
+        self.reranker = reranker  # see autorag.rerank.stage
 
     def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
         diagnostics: list[Diagnostic] = []
         timings: dict[str, float] = {}
-        hits = self._search(request, diagnostics, timings)
+        hits = self._reranked(request, diagnostics, timings)
         if not hits and request.filters.active:
             diagnostics.extend(self._outside_filters(request))
         timings["total_ms"] = (time.perf_counter() - started) * 1000
         return SearchResponse(hits, diagnostics, timings)
+
+    def _reranked(
+        self, request: SearchRequest, diagnostics: list[Diagnostic], timings: dict[str, float]
+    ) -> list[SearchHit]:
+        """The first stage's hits, reordered by the reranker when one is configured and
+        wanted (it takes its ``top_n`` and gives back ``k``)."""
+        stage = self.reranker
+        if stage is None or not stage.wanted(request.rerank):
+            if request.rerank and stage is None:
+                diagnostics.append(_NO_RERANKER)
+            return self._search(request, diagnostics, timings)
+        first = replace(request, k=stage.depth(request.k))
+        hits = self._search(first, diagnostics, timings)
+        return stage.apply(request.query, hits, request.k, diagnostics, timings)
 
     def _outside_filters(self, request: SearchRequest) -> list[Diagnostic]:
         """When filters left nothing: how many matches they excluded, and which filter
@@ -96,10 +114,17 @@ class HybridSearcher:
         )
         fts_future = _LEG_POOL.submit(self._fts_leg, request, depth, timings) if use_fts else None
         legs = {name: _result(f) for name, f in (("vector", vector_future), ("fts", fts_future))}
-        ranked = {name: ids for name, ids in legs.items() if ids is not None}
+        scored = {name: hits for name, hits in legs.items() if hits is not None}
+        return self._backstop(self._fuse(scored), request)
+
+    def _fuse(self, scored: dict[str, list[tuple[int, float]]]) -> dict[int, Fused]:
+        """RRF over the legs' ranks (the seed's default), or a convex combination of
+        their normalised scores (``search.fusion = "convex"``)."""
         weights = {"vector": self.settings.vector_weight, "fts": self.settings.fts_weight}
-        fused = rrf_fuse(ranked, k=self.settings.rrf_k, weights=weights)
-        return self._backstop(fused, request)
+        if self.settings.fusion == "convex":
+            return convex_fuse(scored, weights=weights)
+        ranked = {name: [chunk_id for chunk_id, _ in hits] for name, hits in scored.items()}
+        return rrf_fuse(ranked, k=self.settings.rrf_k, weights=weights)
 
     def _vector_leg_allowed(self, diagnostics: list[Diagnostic]) -> bool:
         """Guard D-01: never compare vectors from different models."""
@@ -121,14 +146,14 @@ class HybridSearcher:
 
     def _vector_leg(
         self, request: SearchRequest, depth: int, timings: dict[str, float]
-    ) -> list[int]:
+    ) -> list[tuple[int, float]]:
         started = time.perf_counter()
         vector = self._query_batcher().embed_query(request.query)
         embedded = time.perf_counter()
         found = self._vectors().search(vector, depth=depth, filters=request.filters)
         timings["embed_ms"] = (embedded - started) * 1000
         timings["vector_ms"] = (time.perf_counter() - embedded) * 1000
-        return [chunk_id for chunk_id, _ in found]
+        return found
 
     def _query_batcher(self) -> QueryBatcher:
         """Concurrent searches embed their queries together (see ``query_batcher``)."""
@@ -140,13 +165,15 @@ class HybridSearcher:
             batcher = self._batcher = QueryBatcher(embedder)
         return batcher
 
-    def _fts_leg(self, request: SearchRequest, depth: int, timings: dict[str, float]) -> list[int]:
+    def _fts_leg(
+        self, request: SearchRequest, depth: int, timings: dict[str, float]
+    ) -> list[tuple[int, float]]:
         started = time.perf_counter()
         found = self.fulltext.search(
             self.workspace.id, request.query, depth=depth, filters=request.filters
         )
         timings["fts_ms"] = (time.perf_counter() - started) * 1000
-        return [chunk_id for chunk_id, _ in found]
+        return found
 
     def _backstop(self, fused: dict[int, Fused], request: SearchRequest) -> list[SearchHit]:
         if not fused:  # nothing to check (an empty IN list costs the catalog a full scan)
@@ -192,5 +219,14 @@ class HybridSearcher:
         )
 
 
-def _result(future: Future[list[int]] | None) -> list[int] | None:
+_NO_RERANKER = Diagnostic(
+    "rerank_not_configured",
+    "reranking was asked for but no reranker is configured (search.rerank.provider)",
+    "warning",
+)
+
+
+def _result(
+    future: Future[list[tuple[int, float]]] | None,
+) -> list[tuple[int, float]] | None:
     return None if future is None else future.result()

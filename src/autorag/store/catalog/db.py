@@ -15,7 +15,7 @@ from autorag.private_files import tighten_all, touch_private, warn_repaired
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 # Bump with every new migration: lets start-up skip Alembic when the schema is current.
-SCHEMA_HEAD = "0020"
+SCHEMA_HEAD = "0021"
 # The folder whose secret key seals what this catalog keeps encrypted (a workspace's
 # ``.autorag/``), for catalogs that are not a SQLite file inside it.
 _DATA_DIRS: weakref.WeakKeyDictionary[Engine, Path] = weakref.WeakKeyDictionary()
@@ -155,7 +155,7 @@ def ping(engine: Engine) -> None:
         connection.execute(text("SELECT 1"))
 
 
-def dialect_insert(engine: Engine, table: Any) -> Any:
+def dialect_insert(engine: Engine | Connection, table: Any) -> Any:
     """An INSERT with the dialect's ``on_conflict_do_update`` (SQLite and PostgreSQL
     spell upserts alike)."""
     from sqlalchemy.dialects import postgresql, sqlite

@@ -62,6 +62,8 @@ class DocumentRow(Base):
     pages: Mapped[int | None] = mapped_column(Integer)
     chunk_count: Mapped[int] = mapped_column(Integer, default=0)
     embedding_model: Mapped[str | None] = mapped_column(String(200))
+    # ISO 639-1 code of the text's language: which stemmer its full-text terms had.
+    language: Mapped[str | None] = mapped_column(String(16))
     doc_date: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
     indexed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow)
@@ -82,10 +84,27 @@ class ChunkRow(Base):
     # The document title, repeated so the full-text index can weigh it per chunk.
     title: Mapped[str] = mapped_column(Text, default="")
     text: Mapped[str] = mapped_column(Text)
+    # What the full-text index reads: the title and text as autorag.text.analysis makes
+    # them terms (stemmed in the document's language, without diacritics).
+    fts_title: Mapped[str] = mapped_column(Text, default="")
+    fts_text: Mapped[str] = mapped_column(Text, default="")
     content_hash: Mapped[str] = mapped_column(String(64))
     page: Mapped[int | None] = mapped_column(Integer)
     paragraph: Mapped[int] = mapped_column(Integer, default=0)
     char_start: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class WorkspaceLanguageRow(Base):
+    """Each language a workspace's documents were indexed in: a query is made terms in
+    every one of them. Rows stay when the last document of a language goes (a spare
+    language costs a query a few more terms, nothing else)."""
+
+    __tablename__ = "workspace_languages"
+
+    workspace_id: Mapped[int] = mapped_column(
+        ForeignKey("workspaces.id", ondelete="CASCADE"), primary_key=True
+    )
+    language: Mapped[str] = mapped_column(String(16), primary_key=True)
 
 
 class RefreshRunRow(Base):

@@ -24,14 +24,17 @@ from sqlalchemy.orm import Session
 from autorag.errors import Conflict, NotFound
 from autorag.models import Chunk, SearchFilters
 from autorag.store.catalog import outbox
+from autorag.store.catalog.db import dialect_insert
 from autorag.store.catalog.models import (
     ChunkRow,
     DocumentRow,
     JobRow,
     RefreshRunRow,
+    WorkspaceLanguageRow,
     WorkspaceRow,
     utcnow,
 )
+from autorag.text.analysis import index_terms
 
 VISIBLE_STATUS = "ready"
 # A workspace people use; any other kind is a hidden namespace (an archive's index,
@@ -81,6 +84,7 @@ class DocumentMeta:
 class StagedDocument:
     meta: DocumentMeta
     chunks: Sequence[Chunk]
+    language: str = "en"  # ISO 639-1: how its full-text terms are stemmed
 
 
 @dataclass(frozen=True)
@@ -210,10 +214,19 @@ class Catalog:
             for item in staged:
                 doc_id = self._upsert_document(conn, workspace_id, item.meta, "indexing")
                 conn.execute(delete(ChunkRow).where(ChunkRow.document_id == doc_id))
+                conn.execute(
+                    update(DocumentRow)
+                    .where(DocumentRow.id == doc_id)
+                    .values(language=item.language)
+                )
+                _note_language(conn, workspace_id, item.language)
                 chunk_ids: list[int] = []
                 if item.chunks:
+                    title_terms = index_terms(item.meta.title, item.language)
                     rows = [
-                        _chunk_values(workspace_id, doc_id, item.meta.title, c) for c in item.chunks
+                        _chunk_values(workspace_id, doc_id, item.meta.title, c)
+                        | {"fts_title": title_terms, "fts_text": index_terms(c.text, item.language)}
+                        for c in item.chunks
                     ]
                     result = conn.execute(
                         insert(ChunkRow).returning(ChunkRow.id, sort_by_parameter_order=True),
@@ -576,6 +589,24 @@ def _uploader(conn: Connection, document_id: int) -> str | None:
 
 def fulltext_scope(workspace_id: int) -> str:
     return f"ws{workspace_id}"
+
+
+def workspace_languages(conn: Connection, workspace_id: int) -> list[str]:
+    """The languages the workspace's documents were indexed in, in a stable order."""
+    rows = conn.execute(
+        select(WorkspaceLanguageRow.language)
+        .where(WorkspaceLanguageRow.workspace_id == workspace_id)
+        .order_by(WorkspaceLanguageRow.language)
+    )
+    return [row[0] for row in rows]
+
+
+def _note_language(conn: Connection, workspace_id: int, language: str) -> None:
+    # Two writers may note one language at once: the second's insert does nothing.
+    statement = dialect_insert(conn, WorkspaceLanguageRow).values(
+        workspace_id=workspace_id, language=language
+    )
+    conn.execute(statement.on_conflict_do_nothing())
 
 
 def _chunk_values(

@@ -38,8 +38,13 @@ from sqlalchemy.dialects.postgresql import ARRAY, REGCONFIG, TSQUERY, TSVECTOR
 from autorag.errors import InvalidInput
 from autorag.models import SearchFilters
 from autorag.store.catalog.models import ChunkRow, DocumentRow
-from autorag.store.catalog.repository import VISIBLE_STATUS, filter_clauses, fulltext_scope
-from autorag.text.keywords import keywords
+from autorag.store.catalog.repository import (
+    VISIBLE_STATUS,
+    filter_clauses,
+    fulltext_scope,
+    workspace_languages,
+)
+from autorag.text.analysis import query_terms
 
 _log = logging.getLogger(__name__)
 
@@ -72,17 +77,17 @@ class PostgresFullTextIndex:
     def search(
         self, workspace_id: int, query: str, *, depth: int, filters: SearchFilters
     ) -> list[tuple[int, float]]:
-        words = keywords(query)
-        if not words:
-            return []
         with self.engine.connect() as conn:
+            words = query_terms(query, workspace_languages(conn, workspace_id))
+            if not words:
+                return []
             lexemes = self._lexemes(conn, words)
             if not lexemes:  # only the configuration's stopwords
                 return []
             params = {
                 "scope": fulltext_scope(workspace_id),
                 "config": self.config,
-                # Keywords are \w+ runs: joined with ``or`` they only mean "any of these".
+                # Terms are letter and digit runs: joined with ``or`` they mean "any of these".
                 "words": " or ".join(words),
                 "total": self._total(conn, workspace_id),
                 "weights": self.weights,
@@ -211,6 +216,6 @@ def _rebuild(conn: Connection) -> None:
     conn.execute(
         sql_text(
             "UPDATE chunks SET tsv = chunks_tsv("
-            "(SELECT config FROM fulltext_settings WHERE id = 1)::regconfig, title, text)"
+            "(SELECT config FROM fulltext_settings WHERE id = 1)::regconfig, fts_title, fts_text)"
         )
     )

@@ -4,14 +4,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Column, Engine, Integer, MetaData, Table, Text, func, literal_column, select
+from sqlalchemy import (
+    Column,
+    Engine,
+    Integer,
+    MetaData,
+    Select,
+    Table,
+    Text,
+    func,
+    literal_column,
+    select,
+)
 from sqlalchemy import text as sql_text
 from sqlalchemy.sql.elements import ColumnClause
 
 from autorag.models import SearchFilters
 from autorag.store.catalog.models import ChunkRow, DocumentRow
-from autorag.store.catalog.repository import VISIBLE_STATUS, filter_clauses, fulltext_scope
-from autorag.text.keywords import keywords
+from autorag.store.catalog.repository import (
+    VISIBLE_STATUS,
+    filter_clauses,
+    fulltext_scope,
+    workspace_languages,
+)
+from autorag.text.analysis import query_terms
 
 # The FTS5 virtual table created by the catalog migration, described for SQL building.
 _FTS = Table(
@@ -19,8 +35,8 @@ _FTS = Table(
     MetaData(),
     Column("rowid", Integer),
     Column("scope", Text),
-    Column("title", Text),
-    Column("text", Text),
+    Column("fts_title", Text),
+    Column("fts_text", Text),
 )
 _FTS_TABLE: ColumnClause[Any] = literal_column("chunks_fts")
 
@@ -33,13 +49,20 @@ class SqliteFullTextIndex:
     def search(
         self, workspace_id: int, query: str, *, depth: int, filters: SearchFilters
     ) -> list[tuple[int, float]]:
-        words = keywords(query)
-        if not words:
-            return []
-        # Each word quoted, so FTS5 syntax inside a question is never interpreted; the
-        # scope token keeps the match inside this workspace without a join.
-        terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
-        match = f'scope:"{fulltext_scope(workspace_id)}" AND {{title text}}:({terms})'
+        with self.engine.connect() as conn:
+            words = query_terms(query, workspace_languages(conn, workspace_id))
+            if not words:
+                return []
+            # Each term quoted, so FTS5 syntax inside a question is never interpreted; the
+            # scope token keeps the match inside this workspace without a join.
+            terms = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+            scope = fulltext_scope(workspace_id)
+            match = f'scope:"{scope}" AND {{fts_title fts_text}}:({terms})'
+            return [
+                (row[0], -row[1]) for row in conn.execute(self._statement(match, depth, filters))
+            ]
+
+    def _statement(self, match: str, depth: int, filters: SearchFilters) -> Select[Any]:
         rank = func.bm25(_FTS_TABLE, 0.0, self.title_weight, 1.0)
         statement = select(_FTS.c.rowid, rank).where(_FTS_TABLE.op("MATCH")(match))
         if filters.active:
@@ -50,10 +73,8 @@ class SqliteFullTextIndex:
                 .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
                 .where(DocumentRow.status == VISIBLE_STATUS, *filter_clauses(filters))
             )
-        statement = statement.order_by(rank).limit(depth)
-        with self.engine.connect() as conn:
-            # bm25() is lower-is-better; negate so every leg reports higher-is-better.
-            return [(row[0], -row[1]) for row in conn.execute(statement)]
+        # bm25() is lower-is-better: the caller negates it (higher-is-better, as every leg).
+        return statement.order_by(rank).limit(depth)
 
     def rebuild(self) -> None:
         with self.engine.begin() as conn:
