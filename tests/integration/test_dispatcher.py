@@ -18,14 +18,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from sqlalchemy import Engine, delete, func, select, update
+from sqlalchemy import Engine, func, select, update
+from tests.event_log import emit_events, event_log_fixtures
 from tests.workspaces import new_workspace
 
 from autorag.api.state import server_dispatcher
 from autorag.context import open_context
 from autorag.jobs.dispatcher import MAX_ATTEMPTS, EventDispatcher, Subscriber
 from autorag.store.catalog import outbox
-from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
+from autorag.store.catalog.db import create_catalog_engine
 from autorag.store.catalog.outbox import Event
 
 DEADLINE_S = 20.0
@@ -71,19 +72,7 @@ def wait_until(condition: Callable[[], bool]) -> None:
         time.sleep(0.01)
 
 
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory, module_catalog_url: str | None) -> Engine:
-    folder = tmp_path_factory.mktemp("dispatcher")
-    engine = create_catalog_engine(module_catalog_url or sqlite_url(folder / "catalog.db"))
-    migrate(engine)
-    return engine
-
-
-@pytest.fixture
-def engine(catalog: Engine) -> Engine:
-    with catalog.begin() as conn:
-        conn.execute(delete(outbox.events_table))
-    return catalog
+event_catalog, engine = event_log_fixtures()
 
 
 @pytest.fixture
@@ -111,21 +100,16 @@ def _undispatched(engine: Engine) -> int:
         return int(conn.execute(query).scalar_one())
 
 
-def _emit(engine: Engine, name: str = "document.processed", n: int = 1) -> list[int]:
-    with engine.begin() as conn:
-        return [outbox.emit(conn, name, {"n": i}) for i in range(n)]
-
-
 def test_committed_events_reach_every_subscriber_once_after_commit(
     engine: Engine, running: Callable[..., EventDispatcher]
 ) -> None:
     first, second = Recording("first"), Recording("second")
     running([first, second])
-    committed = _emit(engine, n=3)
+    committed = emit_events(engine, n=3)
     with pytest.raises(RuntimeError), engine.begin() as conn:
         outbox.emit(conn, "document.failed", {"document": 9})
         raise RuntimeError("rolled back")
-    committed += _emit(engine, "user.created")
+    committed += emit_events(engine, name="user.created")
     wait_until(lambda: _undispatched(engine) == 0 and len(second.seen) == 4)
     assert sorted(first.seen) == sorted(second.seen) == committed
 
@@ -135,7 +119,7 @@ def test_an_event_is_dispatched_when_every_subscriber_is_done(
 ) -> None:
     fast, gate = Recording(), Gate()
     running([fast, gate])
-    (event_id,) = _emit(engine)
+    (event_id,) = emit_events(engine)
     wait_until(lambda: fast.seen == [event_id] and gate.entered.is_set())
     assert _undispatched(engine) == 1  # the gate still holds it
     gate.opened.set()
@@ -149,7 +133,7 @@ def test_a_subscriber_that_raises_gets_the_event_again_then_it_is_given_up(
     broken, fine = Broken("broken"), Recording()
     # An expired lease at once: the retries come without waiting for one.
     running([broken, fine], lease_s=0, poll_interval=0.05)
-    (event_id,) = _emit(engine)
+    (event_id,) = emit_events(engine)
     wait_until(lambda: _undispatched(engine) == 0)
     assert broken.seen.count(event_id) >= MAX_ATTEMPTS
     assert event_id in fine.seen  # at least once for the others too
@@ -191,7 +175,7 @@ def test_two_dispatchers_on_postgresql_deliver_each_event_once(postgres_url: str
     for dispatcher in dispatchers:
         dispatcher.start()
     try:
-        committed = _emit(engines[0], n=60)
+        committed = emit_events(engines[0], n=60)
         wait_until(lambda: len(seen[0].seen) + len(seen[1].seen) >= len(committed))
         wait_until(lambda: _undispatched(engines[0]) == 0)
     finally:
@@ -265,7 +249,7 @@ def _run_child(engine: Engine, mode: str, tmp_path: Path) -> list[int]:
 def test_a_dispatcher_prunes_delivered_events_past_their_keeping(
     engine: Engine, running: Callable[..., EventDispatcher]
 ) -> None:
-    old, recent = _emit(engine, n=2)
+    old, recent = emit_events(engine, n=2)
     outbox.mark_dispatched(engine, [old, recent])
     table = outbox.events_table
     with engine.begin() as conn:

@@ -8,36 +8,18 @@ import threading
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine, delete, update
+from sqlalchemy import Engine, update
+from tests.event_log import emit_events, event_log_fixtures
 
 from autorag.store.catalog import outbox
-from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
+from autorag.store.catalog.db import create_catalog_engine
 from autorag.store.catalog.models import utcnow
 
-
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory: pytest.TempPathFactory, module_catalog_url: str | None) -> Engine:
-    folder = tmp_path_factory.mktemp("outbox")
-    engine = create_catalog_engine(module_catalog_url or sqlite_url(folder / "catalog.db"))
-    migrate(engine)
-    return engine
-
-
-@pytest.fixture
-def engine(catalog: Engine) -> Engine:
-    """The module's catalog with an empty event log."""
-    with catalog.begin() as conn:
-        conn.execute(delete(outbox.events_table))
-    return catalog
-
-
-def _emit(engine: Engine, n: int, name: str = "document.processed") -> list[int]:
-    with engine.begin() as conn:
-        return [outbox.emit(conn, name, {"n": i}, workspace="w", actor="alice") for i in range(n)]
+event_catalog, engine = event_log_fixtures()
 
 
 def test_an_event_exists_iff_its_transaction_committed(engine: Engine) -> None:
-    kept = _emit(engine, 1)
+    kept = emit_events(engine, 1)
     with pytest.raises(RuntimeError), engine.begin() as conn:
         outbox.emit(conn, "document.failed", {"document": 7})
         raise RuntimeError("the change failed")
@@ -61,7 +43,7 @@ def test_an_unknown_name_is_refused(engine: Engine) -> None:
 
 
 def test_claims_are_leased_in_order_and_dispatched_ones_stay_done(engine: Engine) -> None:
-    ids = _emit(engine, 5)
+    ids = emit_events(engine, 5)
     first = outbox.claim(engine, "a", limit=3)
     assert [e.id for e in first] == ids[:3] and all(e.attempts == 1 for e in first)
     assert [e.id for e in outbox.claim(engine, "b")] == ids[3:]  # the rest, not a's
@@ -74,7 +56,7 @@ def test_claims_are_leased_in_order_and_dispatched_ones_stay_done(engine: Engine
 
 
 def test_a_released_lease_is_claimable_at_once(engine: Engine) -> None:
-    ids = _emit(engine, 2)
+    ids = emit_events(engine, 2)
     outbox.claim(engine, "a")
     outbox.release(engine, [ids[0]], "someone else")  # not theirs: nothing happens
     assert outbox.claim(engine, "b") == []
@@ -83,7 +65,7 @@ def test_a_released_lease_is_claimable_at_once(engine: Engine) -> None:
 
 
 def test_dead_claimers_leases_are_taken_back(engine: Engine) -> None:
-    ids = _emit(engine, 3)
+    ids = emit_events(engine, 3)
     outbox.claim(engine, "dead:1", limit=1)
     outbox.claim(engine, "alive:2", limit=1)
     outbox.claim(engine, "elsewhere:3", limit=1)
@@ -94,7 +76,7 @@ def test_dead_claimers_leases_are_taken_back(engine: Engine) -> None:
 
 
 def test_list_filters_and_orders(engine: Engine) -> None:
-    processed = _emit(engine, 2)
+    processed = emit_events(engine, 2)
     with engine.begin() as conn:
         failed = outbox.emit(conn, "document.failed", {"document": 1}, workspace="other")
     assert [e.id for e in outbox.list_events(engine)] == [failed, *reversed(processed)]
@@ -135,7 +117,7 @@ def test_concurrent_claimers_on_postgresql_never_share_an_event(postgres_url: st
     setup = create_catalog_engine(postgres_url)
     with setup.begin() as conn:
         conn.execute(update(outbox.events_table).values(dispatched_at=utcnow()))  # others'
-    ids = set(_emit(setup, 200))
+    ids = set(emit_events(setup, 200))
     engines = [create_catalog_engine(postgres_url) for _ in range(2)]
     claimed: list[list[int]] = [[] for _ in range(8)]
     start = threading.Barrier(8)
@@ -158,7 +140,7 @@ def test_concurrent_claimers_on_postgresql_never_share_an_event(postgres_url: st
 
 
 def test_prune_deletes_only_delivered_events_past_the_cutoff(engine: Engine) -> None:
-    old_delivered, old_owed, recent_delivered = _emit(engine, 3)
+    old_delivered, old_owed, recent_delivered = emit_events(engine, 3)
     outbox.mark_dispatched(engine, [old_delivered, recent_delivered])
     table = outbox.events_table
     with engine.begin() as conn:

@@ -33,7 +33,7 @@ from autorag.store.catalog.db import bind_data_dir, create_catalog_engine, migra
 from autorag.store.catalog.models import utcnow
 from autorag.store.catalog.outbox import Event
 from autorag.webhooks import store
-from autorag.webhooks.delivery import WebhookSubscriber
+from autorag.webhooks.delivery import TRIM_EVERY, WebhookSubscriber
 from autorag.webhooks.service import WebhookService
 
 WAIT_S = 30.0  # a bound for what the dispatcher does at once
@@ -320,13 +320,17 @@ def test_the_test_event_is_sent_once_and_counts_toward_nothing(world: World) -> 
 def test_the_delivery_log_keeps_the_newest(world: World) -> None:
     world.hook("busy")
     subscriber = world.subscriber(retry_delays_s=[], keep_deliveries=10)
-    events = [world.event() for _ in range(13)]
+    events = [world.event() for _ in range(TRIM_EVERY + 13)]
     for event in events:
         subscriber.deliver(event)
     subscriber.close()
-    log = world.service().deliveries("busy", limit=100)
+    service = world.service(keep_deliveries=10)
+    log = service.deliveries("busy", limit=100)
     assert [d.event_id for d in log] == [event.id for event in reversed(events)][:10]
-    assert world.service().get("busy").last_delivery == log[0]
+    assert service.get("busy").last_delivery == log[0]
+    # Cut in batches: never more than TRIM_EVERY rows past the ten kept.
+    kept = store.list_deliveries(world.engine, store.load_webhook(world.engine, "busy"), limit=99)
+    assert 10 < len(kept) < 10 + TRIM_EVERY
 
 
 def test_names_urls_and_events_are_checked(world: World, tmp_path: Path) -> None:

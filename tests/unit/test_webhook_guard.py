@@ -1,6 +1,8 @@
-"""The webhooks' SSRF guard: the URL's form, and every address its host resolves to
-(through an injected resolver, so no DNS is needed: the system resolver is used only
-for ``localhost``, which every machine resolves to loopback)."""
+"""The SSRF guard (``autorag.net_guard``, through the webhooks' ``resolve_target``): the
+URL's form, and every address its host resolves to (through an injected resolver, so no
+DNS is needed: the system resolver is used only for address literals and ``localhost``,
+which every machine resolves to loopback); push endpoints and MCP servers keep the same
+rule."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from collections.abc import Sequence
 import pytest
 
 from autorag.errors import InvalidInput
+from autorag.mcp_tools.guard import check_url
+from autorag.push.endpoints import check_endpoint
 from autorag.webhooks.guard import Resolver, display_url, refusal, resolve_target
 
 
@@ -45,6 +49,10 @@ PUBLIC = fixed("93.184.215.14")
         "::ffff:127.0.0.1",  # IPv4 written inside IPv6
         "::ffff:10.0.0.1",
         "2002:a00:1::",  # 6to4 of 10.0.0.1
+        "2001:0:4136:e378:8000:63bf:f5ff:fffe",  # Teredo, its client 10.0.0.1
+        "64:ff9b::a00:1",  # NAT64 of 10.0.0.1
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "::7f00:1",  # IPv4-compatible (deprecated) 127.0.0.1
     ],
 )
 def test_non_public_addresses_are_refused(address: str) -> None:
@@ -77,6 +85,8 @@ def test_literal_addresses_and_localhost_resolve_like_any_host() -> None:
         "http://[::1]/hook",
         "http://localhost:9000/",  # a hostname resolving to loopback
         "http://2130706433/",  # 127.0.0.1 written as one number
+        "http://0x7f.1/",  # and in hexadecimal, shortened
+        "http://[::ffff:127.0.0.1]/",
         "http://169.254.169.254/latest/meta-data/",
         "http://10.0.0.1/",
     ):
@@ -129,3 +139,18 @@ def test_a_host_that_does_not_resolve_is_refused() -> None:
 def test_logs_show_only_the_scheme_host_and_port() -> None:
     url = "https://hooks.slack.example:8443/services/T000/B000/SECRETTOKEN?k=v"
     assert display_url(url) == "https://hooks.slack.example:8443"
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1", "[::ffff:10.0.0.1]", "169.254.169.254", "[64:ff9b::a9fe:a9fe]"]
+)
+def test_webhooks_push_endpoints_and_mcp_servers_keep_the_one_rule(host: str) -> None:
+    """Every URL this server is handed to call goes through ``autorag.net_guard``."""
+    url = f"https://{host}/x"
+    for check in (
+        lambda: resolve_target(url, allow_private=False),
+        lambda: check_endpoint(url, allow_private=False),
+        lambda: check_url(url, allow_private=False),
+    ):
+        with pytest.raises(InvalidInput, match="allow_private"):
+            check()

@@ -11,7 +11,8 @@ dead processes (``outbox.release_dead_claims``). A subscriber may thus see an ev
 
 Started by the server (``autorag.api.state``) and by ``autorag worker``, beside the
 worker pool. In-process it wakes when events commit (``outbox.wait_for_events``);
-events committed by other processes are found by polling every ``poll_interval``.
+events committed by other processes are found by polling every ``poll_interval``
+(a tenth of a second).
 
 Subscribers (webhooks, web push) satisfy :class:`Subscriber` by shape: their modules
 need not (and must not, to keep the packages acyclic) import this one.
@@ -39,7 +40,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-POLL_INTERVAL_S = 0.5  # how soon events committed by another process are seen
+# How soon events committed by another process are seen: an `autorag worker` delivering
+# for the server (events.deliver_in_server = false) sees each within this. An idle poll
+# is one indexed read (no write lock), so ten a second cost next to nothing.
+POLL_INTERVAL_S = 0.1
 LEASE_S = 120.0  # longer than any subscriber's delivery, retries included
 PRUNE_EVERY_S = 3600.0  # how often delivered events past their keeping are deleted
 MAX_ATTEMPTS = 3  # claims of an event whose delivery raised before it is given up
@@ -91,6 +95,8 @@ class EventDispatcher:
         self._tasks: queue.Queue[tuple[_InFlight, Subscriber] | None] = queue.Queue()
         self._slots = threading.Semaphore(self.workers)
         self._guard = threading.Lock()
+        self._done: list[int] = []  # events delivered, waiting to be marked dispatched
+        self._marking = False  # a thread is marking them
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
 
@@ -131,15 +137,19 @@ class EventDispatcher:
 
     # -- claiming -------------------------------------------------------------------------
     def _claim_loop(self) -> None:
+        probe = True  # look before claiming: an idle poll must not take a write lock
         while not self._stopping.is_set():
             self._prune_when_due()
             try:
-                claimed = self._claim()
+                more = self._claim(probe=probe)
             except Exception:  # the catalog hiccupped: the dispatcher must outlive it
                 log.exception("claiming events failed")
-                claimed = 0
-            if not claimed:
-                outbox.wait_for_events(self.poll_interval)
+                more = False
+            if more:  # every free slot got an event: others may wait
+                probe = True
+                continue
+            # Woken by a commit here: there are events, claim without looking first.
+            probe = not outbox.wait_for_events(self.poll_interval)
 
     def _prune_when_due(self) -> None:
         if self.keep_days is None or time.monotonic() < self._next_prune:
@@ -153,21 +163,23 @@ class EventDispatcher:
         if pruned:
             log.info("%d delivered event(s) older than %d days deleted", pruned, self.keep_days)
 
-    def _claim(self) -> int:
+    def _claim(self, *, probe: bool) -> bool:
         """Claim as many events as there are free delivery slots (so none waits in a
-        queue while its lease runs); how many were claimed."""
+        queue while its lease runs); True when each slot got one (more may wait)."""
         free = self._take_slots()
         if not free:
-            return 0
+            return False
         events: list[Event] = []
         try:
-            events = outbox.claim(self.engine, self.claimer, limit=free, lease_s=self.lease_s)
+            events = outbox.claim(
+                self.engine, self.claimer, limit=free, lease_s=self.lease_s, probe=probe
+            )
         finally:
             for _ in range(free - len(events)):
                 self._slots.release()
         for event in events:
             self._start(event)
-        return len(events)
+        return len(events) == free
 
     def _take_slots(self) -> int:
         """Block until a slot is free (or stopping); take every free one."""
@@ -222,12 +234,31 @@ class EventDispatcher:
                         event.name,
                         event.attempts,
                     )
-                outbox.mark_dispatched(self.engine, [event.id])
+                self._mark_dispatched(event.id)
             # else: left leased; claimed again (every subscriber) once the lease expires
-        except Exception:
-            log.exception("event %d could not be marked dispatched: it will be again", event.id)
         finally:
             self._slots.release()
+
+    def _mark_dispatched(self, event_id: int) -> None:
+        """Mark the event dispatched, with any others finished meanwhile (a group commit:
+        while one thread writes, the events finished by others wait for its next write,
+        so under load one transaction marks many and the catalog's writes stay few)."""
+        with self._guard:
+            self._done.append(event_id)
+            if self._marking:
+                return  # the thread writing now takes it in its next round
+            self._marking = True
+        while True:
+            with self._guard:
+                ids, self._done = self._done, []
+                if not ids:
+                    self._marking = False
+                    return
+            try:
+                outbox.mark_dispatched(self.engine, ids)
+            except Exception:
+                log.exception("%d event(s) could not be marked dispatched: they will be again",
+                              len(ids))  # fmt: skip
 
 
 def subscribers_for(context: AppContext) -> list[Subscriber]:

@@ -3,25 +3,25 @@ or any URL a caller claims it got. This server POSTs to it, so it must not becom
 into the LAN (SSRF).
 
 An endpoint must be ``https``, carry no credentials, and resolve only to public
-addresses. With ``webhooks.allow_private`` (the installation's one switch for "this
-server may call private addresses") private addresses are allowed, and so is plain
-``http`` to loopback, which only a push service on this machine can be (tests, a local
-relay). It is checked when a browser subscribes and again before every send, and the
-send goes to the very address checked (``push.wire``: the host stays in ``Host`` and in
-TLS's SNI and certificate check), so a name that resolves to a public address for the
-check and to a private one for the connection (DNS rebinding) gains nothing.
+addresses (``autorag.net_guard``, the rule of every URL this server is given). With
+``webhooks.allow_private`` (the installation's one switch for "this server may call
+private addresses") private addresses are allowed, and so is plain ``http`` to
+loopback, which only a push service on this machine can be (tests, a local relay). It
+is checked when a browser subscribes and again before every send, and the send goes to
+the very address checked (``push.wire``: the host stays in ``Host`` and in TLS's SNI and
+certificate check), so a name that resolves to a public address for the check and to a
+private one for the connection (DNS rebinding) gains nothing.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import socket
 from urllib.parse import urlsplit
 
 from autorag.errors import InvalidInput
+from autorag.net_guard import first_refused, system_resolver
 
 MAX_ENDPOINT_CHARS = 2000
-_Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
 def check_endpoint(url: str, *, allow_private: bool) -> str:
@@ -44,30 +44,23 @@ def check_endpoint(url: str, *, allow_private: bool) -> str:
         raise InvalidInput("a push endpoint carries no credentials")
     addresses = _resolve(host, port)
     if parts.scheme == "http" and not (
-        allow_private and all(address.is_loopback for address in addresses)
+        allow_private and all(ipaddress.ip_address(address).is_loopback for address in addresses)
     ):
         raise InvalidInput("a push endpoint is an https:// URL")
-    if not allow_private:
-        for address in addresses:
-            if not address.is_global or address.is_multicast:
-                raise InvalidInput(
-                    f"the push endpoint's host {host} is a private, loopback or reserved "
-                    "address: refused (webhooks.allow_private allows it)"
-                )
-    return str(addresses[0])
+    refused = None if allow_private else first_refused(addresses)
+    if refused is not None:
+        raise InvalidInput(
+            f"the push endpoint's host {host} resolves to {refused[0]}, {refused[1]}: "
+            "refused (webhooks.allow_private allows it)"
+        )
+    return addresses[0]
 
 
-def _resolve(host: str, port: int | None) -> list[_Address]:
+def _resolve(host: str, port: int | None) -> list[str]:
     try:
-        found = socket.getaddrinfo(host, port or 443, type=socket.SOCK_STREAM)
+        addresses = system_resolver(host, port or 443)
     except (OSError, UnicodeError):
         raise InvalidInput(f"the push endpoint's host {host} does not resolve") from None
-    addresses = []
-    for *_, sockaddr in found:
-        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
-        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-            address = address.ipv4_mapped
-        addresses.append(address)
     if not addresses:
         raise InvalidInput(f"the push endpoint's host {host} does not resolve")
     return addresses

@@ -1,7 +1,8 @@
 """Delivering events to webhooks: ``WebhookSubscriber``, the dispatcher's subscriber.
 
 For each event, every enabled webhook that wants it gets a POST, all of them at once
-(one thread each). The body is JSON::
+(the first in the dispatcher's thread, the others in a pool of threads kept for it:
+starting threads per event cost the server's searches CPU). The body is JSON::
 
     {"id": 42, "event": "document.processed", "timestamp": "2026-12-04T18:20:35+00:00",
      "workspace": "default", "data": {...}}
@@ -14,7 +15,9 @@ attempt, and a refused one is not retried. Every attempt is a row of the deliver
 the last ones of an event's webhooks are written together, in one transaction.
 A delivered event resets the webhook's count of consecutive failures, an undelivered one
 adds one; at ``webhooks.disable_after_failures`` the webhook is disabled and a
-``webhook.disabled`` event emitted (``store.record_outcome``).
+``webhook.disabled`` event emitted (``store.record_outcomes``). A webhook's log is cut to
+its newest ``webhooks.keep_deliveries`` rows every ``TRIM_EVERY`` rows this process
+wrote to it (readers show only the newest ``keep_deliveries``).
 """
 
 from __future__ import annotations
@@ -22,14 +25,16 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import queue
 import re
 import ssl
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import certifi
 import httpcore
@@ -52,7 +57,12 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], None]
+_T = TypeVar("_T")
 KEEP_ALIVE = 32  # idle connections to receivers kept for the next event
+# Threads POSTing to an event's webhooks past its first; the dispatcher bounds how many
+# events are delivered at once, so more only queue (a retry's wait holds one).
+POST_THREADS = 32
+TRIM_EVERY = 20  # rows written to a webhook's log between two cuts to keep_deliveries
 ERROR_SNIPPET = 200  # characters of a receiver's answer kept in the log
 _READ_AT_MOST = 2048  # bytes of a receiver's answer read at all
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
@@ -139,7 +149,9 @@ class Poster:
                 extensions=extensions,
             ) as response:  # fmt: skip
                 code = response.status
-                answer = b"" if 200 <= code < 300 else _read_some(response)
+                # Read even after a 2xx: an answer not read to its end closes the
+                # connection, and the next event pays for a new one (both ends do).
+                answer = _read_some(response)
         except httpcore.TimeoutException:
             return Outcome("failed", None, _ms(started), f"no answer in {seconds:g} s")
         except (httpcore.NetworkError, httpcore.ProtocolError, OSError) as exc:
@@ -171,12 +183,19 @@ class WebhookSubscriber:
         self.poster = Poster(settings, resolver=resolver)
         self._box: SecretBox | None = None
         self._box_lock = threading.Lock()
+        self._pool: _DaemonPool | None = None
+        self._pool_lock = threading.Lock()
+        self._untrimmed: dict[int, int] = {}  # webhook id → log rows since its last cut
 
     @classmethod
     def for_context(cls, context: AppContext) -> WebhookSubscriber:
         return cls(context.catalog.engine, context.settings.webhooks)
 
     def close(self) -> None:
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown()
         self.poster.close()
 
     def deliver(self, event: Event) -> None:
@@ -187,25 +206,19 @@ class WebhookSubscriber:
             event_id=event.id, name=event.name, occurred_at=event.occurred_at,
             workspace=event.workspace, data=event.data,
         )  # fmt: skip
-        finals: list[tuple[StoredWebhook, Attempt] | None] = [None] * len(hooks)
-
-        def run(index: int) -> None:
-            finals[index] = self._deliver_safely(hooks[index], event, body)
-
-        # One thread per webhook past the first (daemons, as the dispatcher's: a receiver
-        # that hangs must not keep a stopped process alive); the first in this one.
-        others = [
-            threading.Thread(target=run, args=(index,), daemon=True,
-                             name=f"webhook-{hooks[index].id}-event-{event.id}")
-            for index in range(1, len(hooks))
-        ]  # fmt: skip
-        for thread in others:
-            thread.start()
-        run(0)
-        for thread in others:
-            thread.join()
+        others: list[Future[tuple[StoredWebhook, Attempt] | None]] = [
+            self.pool().submit(self._deliver_safely, hook, event, body) for hook in hooks[1:]
+        ]
+        finals = [self._deliver_safely(hooks[0], event, body)]
+        finals += [future.result() for future in others]
         # The outcomes in one transaction: one write per event, not one per webhook.
         self._finish([final for final in finals if final is not None])
+
+    def pool(self) -> _DaemonPool:
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = _DaemonPool(POST_THREADS, "webhook-post")
+            return self._pool
 
     def _deliver_safely(
         self, hook: StoredWebhook, event: Event, body: bytes
@@ -242,6 +255,7 @@ class WebhookSubscriber:
             self.engine, [(hook.id, row) for hook, row in finals],
             keep=self.settings.keep_deliveries,
             disable_after=self.settings.disable_after_failures,
+            trim=self._due_for_trim([hook.id for hook, row in finals]),
         )  # fmt: skip
         for hook, row in finals:
             where = display_url(hook.webhook.url)
@@ -250,6 +264,19 @@ class WebhookSubscriber:
             elif row.status != "delivered":
                 log.info("webhook %s (%s): %s not delivered: %s", hook.webhook.name, where,
                          row.event, row.error)  # fmt: skip
+
+    def _due_for_trim(self, webhook_ids: list[int]) -> list[int]:
+        """The webhooks whose logs are cut with this write: the first time this process
+        writes to one, then every ``TRIM_EVERY`` rows (cutting costs a statement each)."""
+        due = []
+        with self._pool_lock:
+            for webhook_id in webhook_ids:
+                written = self._untrimmed.get(webhook_id, TRIM_EVERY)
+                if written >= TRIM_EVERY:
+                    due.append(webhook_id)
+                    written = 0
+                self._untrimmed[webhook_id] = written + 1
+        return due
 
     def attempt(self, hook: StoredWebhook, body: bytes, *, delivery_id: str, event: str) -> Outcome:
         """One POST of ``body`` to ``hook`` (not recorded: the caller does)."""
@@ -265,6 +292,51 @@ class WebhookSubscriber:
             if self._box is None:
                 self._box = catalog_box(self.engine, SECRET_PURPOSE)
             return self._box
+
+
+class _DaemonPool:
+    """Threads kept to run calls, started as needed up to ``size``. Daemons, unlike
+    ``ThreadPoolExecutor``'s (joined at exit), as the dispatcher's: a receiver that hangs
+    must not keep a stopped process alive."""
+
+    def __init__(self, size: int, name: str) -> None:
+        self.size, self.name = size, name
+        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._threads: list[threading.Thread] = []
+        self._idle = 0
+        self._lock = threading.Lock()
+
+    def submit(self, function: Callable[..., _T], *args: Any) -> Future[_T]:
+        future: Future[_T] = Future()
+
+        def call() -> None:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(function(*args))
+                except BaseException as exc:  # handed to whoever waits for the result
+                    future.set_exception(exc)
+
+        with self._lock:
+            if self._idle <= 0 and len(self._threads) < self.size:
+                thread = threading.Thread(target=self._run, daemon=True,
+                                          name=f"{self.name}-{len(self._threads)}")  # fmt: skip
+                self._threads.append(thread)
+                thread.start()
+            else:
+                self._idle -= 1
+            self._calls.put(call)
+        return future
+
+    def shutdown(self) -> None:
+        """Let the threads end once done with their calls (not waited for)."""
+        for _ in self._threads:
+            self._calls.put(None)
+
+    def _run(self) -> None:
+        while (call := self._calls.get()) is not None:
+            call()
+            with self._lock:
+                self._idle += 1
 
 
 def _fields(outcome: Outcome) -> tuple[DeliveryStatus, int | None, int | None, str | None]:

@@ -1,29 +1,25 @@
 """Where a webhook may POST (SSRF): checked when it is registered AND before every attempt.
 
 A URL is http or https, names a host, carries no credentials; its host is resolved and
-every address it resolves to must be public: loopback, private, link-local (the cloud
-metadata address 169.254.169.254 among them), multicast, reserved, unspecified and shared
-(CGNAT) addresses are refused, IPv4 ones written inside IPv6 too, unless
-``webhooks.allow_private``. The request then goes to the very address checked
-(``Target.pinned_url``, with the host in ``Host`` and in TLS's SNI), so a name that
-resolves to a public address for the check and to a private one for the connection
-(DNS rebinding) gains nothing. Redirects are never followed (the delivery counts one as a
-failure): a public URL cannot bounce a POST into the LAN.
+every address it resolves to must be public (``autorag.net_guard``, the rule this server
+keeps for every URL someone else chose), unless ``webhooks.allow_private``. The request
+then goes to the very address checked (``Target.pinned_url``, with the host in ``Host``
+and in TLS's SNI), so a name that resolves to a public address for the check and to a
+private one for the connection (DNS rebinding) gains nothing. Redirects are never
+followed (the delivery counts one as a failure): a public URL cannot bounce a POST into
+the LAN.
 """
 
 from __future__ import annotations
 
-import ipaddress
-import socket
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
 from autorag.errors import InvalidInput
+from autorag.net_guard import Resolver, first_refused, refusal, system_resolver
 
-IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
-# (host, port) → the addresses it resolves to, as text; tests pass their own.
-Resolver = Callable[[str, int], Sequence[str]]
+__all__ = ["MAX_URL", "Resolver", "Target", "display_url", "refusal", "resolve_target"]
+
 MAX_URL = 2000
 _SCHEMES = {"http": 80, "https": 443}
 
@@ -49,11 +45,6 @@ class Target:
     def host_header(self) -> str:
         shown = f"[{self.host}]" if ":" in self.host else self.host
         return shown if self.port == _SCHEMES[self.scheme] else f"{shown}:{self.port}"
-
-
-def system_resolver(host: str, port: int) -> list[str]:
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]).split("%", 1)[0] for info in infos]
 
 
 def display_url(url: str) -> str:
@@ -101,39 +92,16 @@ def resolve_target(url: str, *, allow_private: bool, resolver: Resolver | None =
         raise _invalid(f"the host {host!r} cannot be resolved ({exc})") from None
     if not addresses:
         raise _invalid(f"the host {host!r} resolves to no address")
-    if not allow_private:
-        for address in addresses:
-            reason = refusal(address)
-            if reason is not None:
-                raise InvalidInput(
-                    f"webhooks may not reach {host!r}: it resolves to {address}, {reason} "
-                    "(set webhooks.allow_private = true to allow private targets)",
-                    code="webhook_url_refused",
-                )
+    refused = None if allow_private else first_refused(addresses)
+    if refused is not None:
+        address, reason = refused
+        raise InvalidInput(
+            f"webhooks may not reach {host!r}: it resolves to {address}, {reason} "
+            "(set webhooks.allow_private = true to allow private targets)",
+            code="webhook_url_refused",
+        )
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return Target(url, parts.scheme, host, port, path, addresses[0])
-
-
-def refusal(address: str) -> str | None:
-    """Why a webhook may not reach ``address`` (None: it may, it is public)."""
-    try:
-        ip: IPAddress = ipaddress.ip_address(address)
-    except ValueError:
-        return "not an address"
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is not None:
-            return refusal(str(embedded))
-    checks = (
-        (ip.is_unspecified, "an unspecified address"),
-        (ip.is_loopback, "a loopback address"),
-        (ip.is_link_local, "a link-local address"),
-        (ip.is_multicast, "a multicast address"),
-        (ip.is_private, "a private address"),
-        (ip.is_reserved, "a reserved address"),
-        (not ip.is_global, "not a public address"),
-    )
-    return next((reason for hit, reason in checks if hit), None)
 
 
 def _invalid(message: str) -> InvalidInput:

@@ -117,7 +117,8 @@ class WebhookService:
     # -- the delivery log, the test event ----------------------------------------------
     def deliveries(self, name: str, limit: int = 50) -> builtins.list[Delivery]:
         """The webhook's delivery log, newest first: one row per attempt."""
-        bounded = max(1, min(limit, MAX_DELIVERIES))
+        # The log keeps the newest keep_deliveries (cut in batches: there may be a few more).
+        bounded = max(1, min(limit, MAX_DELIVERIES, self.settings.webhooks.keep_deliveries))
         return store.list_deliveries(self.engine, self._stored(name), limit=bounded)
 
     def send_test(self, name: str, *, actor: str | None = None) -> Delivery:

@@ -10,7 +10,7 @@ the limit, the webhook disabled and its ``webhook.disabled`` event (the outbox),
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -224,39 +224,46 @@ def record_outcomes(
     keep: int,
     disable_after: int | None,
     counts: bool = True,
+    trim: Collection[int] | None = None,
 ) -> set[int]:
-    """The last attempts of an event's deliveries (webhook id, attempt), in ONE
-    transaction with what they change: a delivered one resets its webhook's failure
-    count, a failed one adds one to it and, at ``disable_after`` (None: never),
-    disables the webhook and emits ``webhook.disabled``; each log is trimmed to its
-    newest ``keep``. A test event does not ``count``: it changes no failure count. The
-    webhooks this call disabled."""
+    """The last attempts of an event's deliveries (webhook id, attempt; one per
+    webhook), in ONE transaction with what they change: a delivered one resets its
+    webhook's failure count, a failed one adds one to it and, at ``disable_after``
+    (None: never), disables the webhook and emits ``webhook.disabled``. The logs of the
+    webhooks in ``trim`` (None: every one here) are cut to their newest ``keep`` rows. A
+    test event does not ``count``: it changes no failure count. The webhooks this call
+    disabled.
+
+    A handful of statements whatever the number of webhooks: this runs for every event
+    delivered, in the process that serves searches."""
     disabled: set[int] = set()
     if not outcomes:
         return disabled
+    ids = sorted({webhook_id for webhook_id, _ in outcomes})
+    delivered = sorted({w for w, attempt in outcomes if attempt.status == "delivered"})
+    failed = sorted(set(ids) - set(delivered))
     with engine.begin() as conn:
-        for webhook_id, attempt in outcomes:
-            _insert_attempt(conn, webhook_id, attempt)
+        conn.execute(insert(D), [_attempt_row(w, attempt) for w, attempt in outcomes])
+        for webhook_id in ids if trim is None else sorted(set(ids) & set(trim)):
             _trim(conn, webhook_id, keep)
-            if counts and _count(conn, webhook_id, attempt, disable_after):
-                disabled.add(webhook_id)
+        if not counts:
+            return disabled
+        if delivered:
+            # Only where there were failures: most deliveries then write no webhook row.
+            conn.execute(
+                update(W)
+                .where(W.c.id.in_(delivered), W.c.consecutive_failures != 0)
+                .values(consecutive_failures=0)
+            )
+        if failed:
+            conn.execute(
+                update(W)
+                .where(W.c.id.in_(failed))
+                .values(consecutive_failures=W.c.consecutive_failures + 1)
+            )
+            if disable_after is not None:
+                disabled = {w for w in failed if _disable_if_failing(conn, w, disable_after)}
     return disabled
-
-
-def _count(conn: Connection, webhook_id: int, attempt: Attempt, limit: int | None) -> bool:
-    """The attempt in its webhook's failure count; True when that disabled it."""
-    hook = W.c
-    if attempt.status == "delivered":
-        # Only when there were failures: most deliveries then write no webhook row.
-        reset = update(W).where(hook.id == webhook_id, hook.consecutive_failures != 0)
-        conn.execute(reset.values(consecutive_failures=0))
-        return False
-    conn.execute(
-        update(W)
-        .where(hook.id == webhook_id)
-        .values(consecutive_failures=hook.consecutive_failures + 1)
-    )
-    return limit is not None and _disable_if_failing(conn, webhook_id, limit)
 
 
 def _disable_if_failing(conn: Connection, webhook_id: int, limit: int) -> bool:
@@ -274,14 +281,16 @@ def _disable_if_failing(conn: Connection, webhook_id: int, limit: int) -> bool:
 
 
 def _insert_attempt(conn: Connection, webhook_id: int, attempt: Attempt) -> None:
-    conn.execute(
-        insert(D).values(
-            webhook_id=webhook_id, event_id=attempt.event_id, event_name=attempt.event,
-            delivery_id=attempt.delivery_id, attempt=attempt.attempt, status=attempt.status,
-            response_code=attempt.response_code, latency_ms=attempt.latency_ms,
-            error=attempt.error, attempted_at=utcnow(),
-        )
-    )  # fmt: skip
+    conn.execute(insert(D).values(**_attempt_row(webhook_id, attempt)))
+
+
+def _attempt_row(webhook_id: int, attempt: Attempt) -> dict[str, Any]:
+    return {
+        "webhook_id": webhook_id, "event_id": attempt.event_id, "event_name": attempt.event,
+        "delivery_id": attempt.delivery_id, "attempt": attempt.attempt,
+        "status": attempt.status, "response_code": attempt.response_code,
+        "latency_ms": attempt.latency_ms, "error": attempt.error, "attempted_at": utcnow(),
+    }  # fmt: skip
 
 
 def _trim(conn: Connection, webhook_id: int, keep: int) -> None:
