@@ -18,7 +18,7 @@ from tests.workspaces import new_workspace
 
 from autorag.auth.service import create_user, delete_user
 from autorag.chat import store as chats
-from autorag.context import AppContext, open_context
+from autorag.context import AppContext, open_context, open_policy
 from autorag.dlp.service import DlpContext, DlpService
 from autorag.errors import Conflict
 from autorag.ingest.parsers.guards import IngestLimits
@@ -103,6 +103,22 @@ def test_an_upload_processed_then_deleted(app: AppContext, since: int) -> None:
     assert processed.data["origin"] == "upload" and processed.data["type"] == "txt"
     assert deleted.data["document"] == document_id
     _no_content(events)
+
+
+def test_a_source_is_named_only_when_its_policy_lets_it_leave(app: AppContext) -> None:
+    # Events leave the server (webhooks, notifications): a private file's name does not.
+    since = outbox.latest_id(app.catalog.engine)
+    _upload(app, "salaries-2026.txt", b"Quarterly figures for the board.")
+    (private,) = emitted(app, since)
+    assert private.data["source"] is None and private.data["sourceWithheld"] == "private"
+    assert "salaries" not in json.dumps(dict(private.data))
+
+    open_policy(app).set_rule("/uploads/**", "share")
+    since = outbox.latest_id(app.catalog.engine)
+    _upload(app, "menu.txt", b"Soup of the day: lentils.")
+    (shared,) = emitted(app, since)
+    assert "menu.txt" in str(shared.data["source"]) and "sourceWithheld" not in shared.data
+    open_policy(app).remove_rule("/uploads/**")
 
 
 def test_a_document_that_fails(app: AppContext, since: int) -> None:

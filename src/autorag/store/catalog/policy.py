@@ -8,21 +8,19 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Row, Select, delete, func, select
+from sqlalchemy import Select, delete, func, select
 
 from autorag.sources.policy import (
     Level,
     Rule,
     SeenSource,
-    parse_level,
     rule_limit_error,
 )
 from autorag.store.catalog.db import dialect_insert
 from autorag.store.catalog.models import PolicyRuleRow, PolicySeenSourceRow, utcnow
+from autorag.store.catalog.policy_rules import rule_columns, rule_of, rules_of
 from autorag.store.catalog.repository import Catalog
 from autorag.times import as_utc
-
-_RuleRow = Row[str, str, datetime, datetime]
 
 
 class CatalogPolicyBackend:
@@ -33,9 +31,8 @@ class CatalogPolicyBackend:
         self._workspace_id = workspace_id
 
     def list_rules(self) -> list[Rule]:
-        query = _rule_columns().where(PolicyRuleRow.workspace_id == self._workspace_id)
         with self._engine.connect() as conn:
-            return [_rule(row) for row in conn.execute(query)]
+            return rules_of(conn, self._workspace_id)
 
     def put_rule(self, glob: str, level: Level, *, limit: int) -> Rule:
         now = utcnow()
@@ -61,7 +58,7 @@ class CatalogPolicyBackend:
                     set_={"level": level, "updated_at": now},
                 )
             )
-            return _rule(conn.execute(self._rule_query(glob)).one())
+            return rule_of(conn.execute(self._rule_query(glob)).one())
 
     def delete_rule(self, glob: str) -> bool:
         statement = delete(PolicyRuleRow).where(
@@ -101,17 +98,6 @@ class CatalogPolicyBackend:
         return SeenSource(source_id, as_utc(first), as_utc(last), count)
 
     def _rule_query(self, glob: str) -> Select[str, str, datetime, datetime]:
-        return _rule_columns().where(
+        return rule_columns().where(
             PolicyRuleRow.workspace_id == self._workspace_id, PolicyRuleRow.glob == glob
         )
-
-
-def _rule_columns() -> Select[str, str, datetime, datetime]:
-    return select(
-        PolicyRuleRow.glob, PolicyRuleRow.level, PolicyRuleRow.created_at, PolicyRuleRow.updated_at
-    )
-
-
-def _rule(row: _RuleRow) -> Rule:
-    glob, level, created_at, updated_at = row
-    return Rule(glob, parse_level(level), as_utc(created_at), as_utc(updated_at))

@@ -23,6 +23,7 @@ from sqlalchemy.orm import Session
 
 from autorag.errors import Conflict, NotFound
 from autorag.models import Chunk, SearchFilters
+from autorag.sources.policy import Rule
 from autorag.store.catalog import outbox
 from autorag.store.catalog.db import dialect_insert
 from autorag.store.catalog.models import (
@@ -34,6 +35,7 @@ from autorag.store.catalog.models import (
     WorkspaceRow,
     utcnow,
 )
+from autorag.store.catalog.policy_rules import level_of, rules_of
 from autorag.text.analysis import index_terms
 
 VISIBLE_STATUS = "ready"
@@ -547,19 +549,28 @@ def announce_documents(conn: Connection, document_ids: Sequence[int], name: str)
             DocumentRow.doc_type,
             DocumentRow.chunk_count,
             DocumentRow.error_code,
+            DocumentRow.workspace_id,
             WorkspaceRow.name,
         )
         .join(WorkspaceRow, WorkspaceRow.id == DocumentRow.workspace_id)
         .where(DocumentRow.id.in_(list(document_ids)), WorkspaceRow.kind == WORKSPACE_KIND)
         .order_by(DocumentRow.id)
     )
+    rules: dict[str, list[Rule]] = {}
     for row in conn.execute(query).all():
+        if row.name not in rules:
+            rules[row.name] = rules_of(conn, row.workspace_id)
+        # Events leave the server (webhooks, notifications): a source is named only when
+        # its policy lets it leave; otherwise only its policy level is said.
+        level = level_of(rules[row.name], row.source_id)
         data: dict[str, object] = {
             "document": row.id,
-            "source": row.source_id,
+            "source": row.source_id if level == "share" else None,
             "origin": row.origin,
             "type": row.doc_type,
         }
+        if level != "share":
+            data["sourceWithheld"] = level
         if name == "document.processed":
             data["chunks"] = row.chunk_count
         elif name == "document.failed":
