@@ -2,7 +2,10 @@
 previewed and approved), the chat's "Show DLP texts" toggle (an admin with a password
 login sees the original of a redacted question, each reveal audited, and hides it
 again; a member has no toggle), and Settings → Maintenance (re-index every workspace:
-confirmed, its progress followed to done). No console or page errors.
+confirmed, its progress followed to done). And the Documents page's "Add a YouTube
+video" (YouTube answered from the recorded files of tests/fixtures/youtube): a video
+without captions refused with the reason, one added, the chat's citation of it opening
+the video at the passage's second. No console or page errors.
 
 The server is the one ``autorag serve`` runs (``create_app``, warming up as it starts),
 served by uvicorn on loopback inside the test process, so the embedding model loads once
@@ -14,6 +17,7 @@ finds it waiting and leaves it be."""
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
@@ -27,11 +31,14 @@ import uvicorn
 from sqlalchemy import update
 
 from autorag.api.app import create_app
+from autorag.api.routes.youtube import transcript_session
 from autorag.auth.service import add_membership, create_user
 from autorag.context import open_context
 from autorag.ocr import store as ocr_store
 from autorag.store.catalog.models import OcrJobRow
 from autorag.workspace import Workspace, init_workspace
+from autorag.youtube.urls import passage_second
+from tests.doubles.youtube import RecordedYouTube, recorded_session
 from tests.e2e.web_helpers import CHROMIUM, CHROMIUM_FLAGS, DESKTOP, playwright_sync_api
 
 sync_api = playwright_sync_api()
@@ -41,6 +48,8 @@ ADMIN, MEMBER, PASSWORD = "ada", "mo", "a long enough password"
 EMAIL = "jane.doe@example.com"
 PAGE_TEXT = "Invoice 2041: three tapirs delivered to the zoo."
 WAIT_S = 60.0
+TEA, NO_CAPTIONS = "kT3aHx9_wQo", "nOcApTi0nS1"  # recorded videos (tests/fixtures/youtube)
+TEA_TITLE = "How to Whisk Matcha — A Japanese Tea Ceremony"
 
 
 class Server:
@@ -51,7 +60,9 @@ class Server:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.bind(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-        app = create_app(workspace, warm=True)
+        self.app = app = create_app(workspace, warm=True)
+        # YouTube is out of reach here: its answers come from the recorded files.
+        app.dependency_overrides[transcript_session] = lambda: recorded_session(RecordedYouTube())
         self.server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
         self.thread = threading.Thread(
             target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
@@ -217,3 +228,41 @@ def _maintenance(page: Any) -> None:
     page.get_by_role("dialog").get_by_role("button", name="Re-index").click()
     expect(card.get_by_role("status")).to_contain_text("Re-index finished: 1 of 1 workspaces done")
     expect(card.locator("li[data-workspace=default]")).to_contain_text("Done")
+
+
+def test_a_youtube_video_is_added_and_its_citation_opens_at_the_second(world: World) -> None:
+    """The Documents page adds a video by its link (one without captions refused with
+    the reason); the chat's citation of it opens the video at the passage's second."""
+    with sync_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_context(viewport=DESKTOP, locale="en-US").new_page()
+            page.set_default_timeout(30_000)
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            _sign_in(page, world.server.url + "/#/documents", ADMIN)
+            form = page.get_by_role("form", name="Add a YouTube video")
+            form.get_by_label("Add a YouTube video").fill(f"https://youtu.be/{NO_CAPTIONS}")
+            form.get_by_role("button", name="Add video").click()
+            expect(form.get_by_role("alert")).to_contain_text("its uploader turned captions off")
+            form.get_by_label("Add a YouTube video").fill(f"https://www.youtube.com/watch?v={TEA}")
+            form.get_by_role("button", name="Add video").click()
+            expect(form.get_by_role("status")).to_contain_text(f"Added “{TEA_TITLE}”")
+
+            page.goto(world.server.url + "/#/chat")
+            composer = page.get_by_role("textbox", name="Message")
+            composer.fill("How many prongs does the chasen bamboo whisk have?")
+            composer.press("Enter")
+            answer = page.locator(".msg.assistant").last
+            answer.locator(".answer .cite").first.click()
+            panel = page.get_by_role("dialog", name="Source")
+            expect(panel).to_contain_text(TEA_TITLE)
+            watch = panel.get_by_role("link", name="Watch from here")
+            link = re.compile(rf"^https://www\.youtube\.com/watch\?v={TEA}&t=(\d+)s$")
+            expect(watch).to_have_attribute("href", link)
+            passage = panel.get_by_label("Passage").inner_text()
+            second = link.match(watch.get_attribute("href") or "")
+            assert second is not None and int(second.group(1)) == passage_second(passage)
+            assert not errors, errors
+        finally:
+            browser.close()

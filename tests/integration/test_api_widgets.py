@@ -3,7 +3,8 @@ OpenAI-compatible server: an admin's CRUD; per-widget CORS (the preflight and th
 request of a disallowed Origin refused with 403 and no CORS header); a visitor's
 streamed, cited answer, nothing stored; ragContext in the system prompt with rag_search
 gone (read from the request the model received); the rate limits (429, Retry-After);
-DLP with the source ``widget``; visitors isolated from chats.
+DLP with the source ``widget``; visitors isolated from chats and never offered the
+workspace's installed MCP tools.
 
 Who may call each route is the authorization matrix's (test_api_authz_matrix.py)."""
 
@@ -26,6 +27,8 @@ from autorag.api.app import create_app
 from autorag.auth.service import create_user
 from autorag.context import open_context
 from autorag.ingest.minsync import refresh
+from autorag.mcp_tools import store as mcp_store
+from autorag.mcp_tools.models import ToolInfo
 from autorag.workspace import Workspace
 
 PASSWORD = "a long enough password"
@@ -87,6 +90,14 @@ def api(
     try:
         refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[".*"])
         create_user(context.catalog, "root", PASSWORD, "admin")
+        # An MCP tool server installed for the workspace's users (never started here: a
+        # visitor's answer must not even be offered its tool).
+        tool = ToolInfo("lookup", "Look a customer up.", {"type": "object", "properties": {}})
+        new = mcp_store.NewServer(
+            "crm", "stdio", ["/nonexistent/crm"], None, {}, [tool], ["lookup"]
+        )
+        mcp_store.insert_server(context.catalog.engine, context.info.id, context.info.name, new,
+                                seal=lambda text, bound: text, actor="test")  # fmt: skip
     finally:
         context.close()
     with ScriptedOpenAI() as model:
@@ -138,8 +149,17 @@ def test_only_the_widgets_origins_get_cors(api: Api) -> None:
     assert allowed.headers["access-control-allow-origin"] == SITE
     assert "x-widget-id" in allowed.headers["access-control-allow-headers"].lower()
     assert "access-control-allow-credentials" not in allowed.headers
-    refused = httpx.options(stream, headers={"Origin": OTHER_SITE, **preflight})
-    assert refused.status_code == 403 and "access-control-allow-origin" not in refused.headers
+    # Another site, one whose name ends or starts like the allowed one, another port or
+    # scheme, and a sandboxed page or file (Origin: null): refused alike.
+    for origin in (OTHER_SITE, SITE + ".evil.example", SITE + "0", SITE.replace("http:", "https:"),
+                   "http://evil.shop.example.test:8080", "null"):  # fmt: skip
+        refused = httpx.options(stream, headers={"Origin": origin, **preflight})
+        assert refused.status_code == 403, origin
+        assert "access-control-allow-origin" not in refused.headers
+    null = httpx.post(
+        stream, json={"message": "hi"}, headers={"Origin": "null", "X-Widget-Id": wid}
+    )
+    assert null.status_code == 403 and "access-control-allow-origin" not in null.headers
     got = httpx.get(config, headers={"Origin": SITE})
     assert got.headers["access-control-allow-origin"] == SITE and "set-cookie" not in got.headers
     for response in (
@@ -172,12 +192,15 @@ def test_a_visitor_gets_a_streamed_cited_answer_and_nothing_is_stored(api: Api) 
     (citations,) = _events(events, "citations")
     source = citations["sources"][0]
     assert source["title"] and "30 days" in source["snippet"] and source["url"] is None
+    # Named by its canonical id: the server's own path to the file is not a visitor's.
+    assert source["source"] == source["sourceId"] == "/docs/returns.md"
     (done,) = _events(events, "done")
     assert (done["chatId"], done["messageId"], done["cited"], done["dlp_warning"]) == (
         None, None, [1], False,
     )  # fmt: skip
     tools = [t["function"]["name"] for t in api.model.requests[0].get("tools", [])]
-    assert sorted(tools) == ["rag_search"]  # reading skills only (no archive here)
+    # Reading skills only (no archive here): not the workspace's installed MCP tool.
+    assert sorted(tools) == ["rag_search"] and done["mcpSources"] == []
     with catalog_sql(api.workspace) as sql:
         assert sql.execute(text("SELECT COUNT(*) FROM chats")).scalar_one() == 0
 

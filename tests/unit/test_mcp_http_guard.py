@@ -50,3 +50,14 @@ def test_on_loopback_only_its_names_and_the_configured_ones(guard: HttpMcp) -> N
         assert _refusal(guard, _request(server, Host="evil.example:8000")) == "host_not_allowed"
     page = _request(("127.0.0.1", 8000), Host="127.0.0.1:8000", Origin="http://127.0.0.1:3000")
     assert _refusal(guard, page) is None  # a loopback page (the SDK's default too)
+
+
+@pytest.mark.parametrize(
+    "origin",
+    ["http://127.0.0.1:1.evil.example", "http://127.0.0.1:80@evil.example",
+     "http://127.0.0.1:", "http://127.0.0.1.evil.example:80", "null",
+     "https://kb.example.com.evil.example", "http://kb.example.com"],
+)  # fmt: skip
+def test_an_origin_is_matched_exactly_or_by_its_port_alone(guard: HttpMcp, origin: str) -> None:
+    page = _request(("192.168.1.20", 8000), Host="kb.internal", Origin=origin)
+    assert _refusal(guard, page) == "origin_not_allowed"

@@ -47,7 +47,7 @@ ServerOpt = Annotated[
         "--server-url",
         metavar="URL",
         help="This server's address as sites reach it, for the snippet "
-        "(default: http://HOST:PORT of [server]).",
+        "(default: http://HOST:PORT of the \\[server] settings).",
     ),
 ]
 

@@ -92,12 +92,15 @@ def call_of(context: Context) -> McpCall:
 
 
 def origin_allowed(origin: str, allowed: list[str]) -> bool:
-    """As the SDK matches them: exactly, or ``scheme://host:*`` for any port."""
+    """Exactly, or ``scheme://host:*`` for that host on any port: what follows the host
+    is digits only, so ``http://127.0.0.1:1.evil.example`` is no loopback page."""
     for pattern in allowed:
         if origin == pattern:
             return True
         if pattern.endswith(":*") and origin.startswith(pattern[:-2] + ":"):
-            return True
+            port = origin[len(pattern) - 1 :]
+            if port.isascii() and port.isdigit() and len(port) <= 5:
+                return True
     return False
 
 

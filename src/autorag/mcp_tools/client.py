@@ -19,6 +19,7 @@ agent's tool result says the call failed and the answer goes on.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -34,6 +35,10 @@ from autorag.mcp_tools.models import Endpoint, Link, ToolCallResult, ToolInfo
 T = TypeVar("T")
 MAX_LINKS = 20  # sources one call may add
 MAX_DESCRIPTION = 1000  # characters of a tool's description kept
+# A server's listing is data from outside: what of it is kept, and sent to the model
+# with every question, is bounded. A tool over these is left out.
+MAX_TOOLS = 100
+MAX_SCHEMA_CHARS = 20_000  # of a tool's input schema, as JSON
 CANCEL_POLL_S = 0.1  # how often a call looks whether the answer was stopped
 
 
@@ -44,7 +49,8 @@ def list_tools(
 
     async def work(session: Any) -> list[ToolInfo]:
         listed = await session.list_tools()
-        return [_tool_info(tool) for tool in listed.tools]
+        found = (_tool_info(tool) for tool in listed.tools[:MAX_TOOLS])
+        return [tool for tool in found if tool is not None]
 
     return _run(endpoint, work, timeout_s=timeout_s, allow_private=allow_private, where=where)
 
@@ -157,10 +163,13 @@ async def _transport(endpoint: Endpoint) -> AsyncIterator[Any]:
         yield streams
 
 
-def _tool_info(tool: Any) -> ToolInfo:
+def _tool_info(tool: Any) -> ToolInfo | None:
+    """The tool as kept; None for one whose input schema is too large to offer."""
     schema = tool.input_schema if isinstance(tool.input_schema, dict) else {}
     if schema.get("type") != "object":
         schema = {"type": "object", "properties": {}}
+    if len(json.dumps(schema, default=str)) > MAX_SCHEMA_CHARS:
+        return None
     description = str(tool.description or tool.title or "")[:MAX_DESCRIPTION]
     return ToolInfo(name=str(tool.name), description=description, input_schema=schema)
 

@@ -11,6 +11,7 @@ line and the web UI refuse the same things with the same words.
 from __future__ import annotations
 
 import builtins
+import ipaddress
 import math
 import re
 import secrets
@@ -42,6 +43,8 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 PUBLIC_ID_PATTERN = r"^wgt_[A-Za-z0-9_-]{8,60}$"
 COLOUR_PATTERN = r"^#[0-9a-fA-F]{6}$"
 _NAME, _COLOUR = re.compile(NAME_PATTERN), re.compile(COLOUR_PATTERN)
+_LABEL = r"[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?"  # origins are lower-cased first
+_HOST = re.compile(rf"{_LABEL}(?:\.{_LABEL})*")
 MAX_ORIGINS = 20
 MAX_ORIGIN_CHARS = 300
 MAX_GREETING = 500
@@ -224,7 +227,21 @@ def _checked_origin(origin: str) -> str:
         raise bad
     if parts.path or parts.query or parts.fragment or parts.username or parts.password:
         raise bad
+    if not _is_host(parts.hostname):  # "*.example.com": browsers send no wildcards
+        raise InvalidInput(
+            f"bad origin {origin[:80]!r}: a host name or address, no wildcards; list each "
+            "site's origin",
+            code="bad_origin",
+        )
     return origin
+
+
+def _is_host(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return bool(_HOST.fullmatch(host))
+    return True
 
 
 def _checked_name(name: Any) -> str:

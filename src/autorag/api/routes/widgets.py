@@ -355,8 +355,10 @@ def _event(context: AppContext, event: AgentEvent) -> str | None:
 
 
 def _public_source(source: SourceOut) -> dict[str, Any]:
-    """A source as a visitor sees it: no link into the API (they cannot follow it)."""
-    return source.model_copy(update={"url": None}).model_dump()
+    """A source as a visitor sees it: named by its canonical id, never by the server's
+    own path to the file (``source`` is an OS-absolute path for local files), and no
+    link into the API (they cannot follow it)."""
+    return source.model_copy(update={"source": source.sourceId, "url": None}).model_dump()
 
 
 def _done(outcome: ChatOutcome) -> dict[str, Any]:
@@ -370,6 +372,7 @@ def _done(outcome: ChatOutcome) -> dict[str, Any]:
         "providerUsed": result.provider_used,
         "abortReason": result.abort_reason,
         "dlp_warning": outcome.dlp_warning,
+        "mcpSources": [],  # the chat's shape; a visitor's answer uses no installed tools
     }
 
 
