@@ -408,14 +408,12 @@ def _drop_hnsw(engine: Engine, store: PgVectorStore) -> None:
 
 
 # -- SciFact through each backend ------------------------------------------------------
-_ENGLISH: dict[str, Any] = {"search": {"fts_config": "english"}}
-BACKENDS = {
+# Both catalogs index the same analysed terms (autorag.text.analysis), so PostgreSQL's
+# default `simple` configuration ranks as FTS5 does: no stemming twin to choose.
+BACKENDS: dict[str, dict[str, Any]] = {
     "SQLite + LanceDB (default)": {},
     "PostgreSQL + pgvector": {"vector_store": "pgvector"},
     "PostgreSQL + Qdrant (local mode)": {"vector_store": "qdrant"},
-    # The embedded full-text stems (FTS5 porter); PostgreSQL's stemming twin is `english`.
-    "PostgreSQL (english) + pgvector": {"vector_store": "pgvector", **_ENGLISH},
-    "PostgreSQL (english) + Qdrant (local mode)": {"vector_store": "qdrant", **_ENGLISH},
 }
 
 
