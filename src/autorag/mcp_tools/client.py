@@ -10,7 +10,8 @@ Python server here), small next to a model's turn.
 A stdio server is started without a shell (an argv list) with the SDK's minimal
 environment (HOME, LOGNAME, PATH, SHELL, TERM, USER): no AUTORAG_* variable, no secret
 of this process reaches it. Its stderr is discarded. An HTTP server's URL passes the
-SSRF guard (``guard.py``) before every connection.
+SSRF guard (``guard.py``) before the call, and every connection it opens goes to an
+address the guard checked (no second lookup for DNS rebinding to answer).
 
 Everything that can go wrong becomes ``Unavailable`` (the server cannot be reached, hung,
 crashed, answered with a protocol error) with a message naming the server, so the
@@ -29,8 +30,9 @@ from typing import Any, TypeVar
 import anyio
 
 from autorag.errors import AutoragError, Unavailable
-from autorag.mcp_tools.guard import check_url
+from autorag.mcp_tools.guard import check_url, guarded_transport
 from autorag.mcp_tools.models import Endpoint, Link, ToolCallResult, ToolInfo
+from autorag.net_guard import Resolver
 
 T = TypeVar("T")
 MAX_LINKS = 20  # sources one call may add
@@ -43,7 +45,12 @@ CANCEL_POLL_S = 0.1  # how often a call looks whether the answer was stopped
 
 
 def list_tools(
-    endpoint: Endpoint, *, timeout_s: float, allow_private: bool, where: str
+    endpoint: Endpoint,
+    *,
+    timeout_s: float,
+    allow_private: bool,
+    where: str,
+    resolver: Resolver | None = None,
 ) -> list[ToolInfo]:
     """The tools the server lists (connects, initializes, lists, closes)."""
 
@@ -52,7 +59,10 @@ def list_tools(
         found = (_tool_info(tool) for tool in listed.tools[:MAX_TOOLS])
         return [tool for tool in found if tool is not None]
 
-    return _run(endpoint, work, timeout_s=timeout_s, allow_private=allow_private, where=where)
+    return _run(
+        endpoint, work, timeout_s=timeout_s, allow_private=allow_private, where=where,
+        resolver=resolver,
+    )  # fmt: skip
 
 
 def call_tool(
@@ -65,6 +75,7 @@ def call_tool(
     where: str,
     call_timeout_s: float | None = None,
     cancel: threading.Event | None = None,
+    resolver: Resolver | None = None,
 ) -> ToolCallResult:
     """``tool`` called with ``arguments``; its content as text and links. ``timeout_s``
     bounds it all (start-up included); ``call_timeout_s`` the call once the server is up
@@ -82,7 +93,7 @@ def call_tool(
 
     return _run(
         endpoint, work, timeout_s=timeout_s, allow_private=allow_private, where=where,
-        cancel=cancel,
+        cancel=cancel, resolver=resolver,
     )  # fmt: skip
 
 
@@ -94,9 +105,10 @@ def _run(
     allow_private: bool,
     where: str,
     cancel: threading.Event | None = None,
+    resolver: Resolver | None = None,
 ) -> T:
     if endpoint.transport == "http":
-        check_url(endpoint.url or "", allow_private=allow_private)
+        check_url(endpoint.url or "", allow_private=allow_private, resolver=resolver)
 
     async def main() -> T:
         outcome: list[T] = []
@@ -105,7 +117,7 @@ def _run(
                 if cancel is not None:
                     group.start_soon(_watch, cancel, group.cancel_scope)
                 try:
-                    async with _session(endpoint) as session:
+                    async with _session(endpoint, allow_private, resolver) as session:
                         outcome.append(await work(session))
                 finally:
                     group.cancel_scope.cancel()
@@ -135,16 +147,21 @@ async def _watch(cancel: threading.Event, scope: anyio.CancelScope) -> None:
 
 
 @asynccontextmanager
-async def _session(endpoint: Endpoint) -> AsyncIterator[Any]:
+async def _session(
+    endpoint: Endpoint, allow_private: bool, resolver: Resolver | None
+) -> AsyncIterator[Any]:
     from mcp import ClientSession
 
-    async with _transport(endpoint) as (read, write), ClientSession(read, write) as session:
+    streams = _transport(endpoint, allow_private, resolver)
+    async with streams as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
 
 
 @asynccontextmanager
-async def _transport(endpoint: Endpoint) -> AsyncIterator[Any]:
+async def _transport(
+    endpoint: Endpoint, allow_private: bool, resolver: Resolver | None
+) -> AsyncIterator[Any]:
     if endpoint.transport == "stdio":
         from mcp import StdioServerParameters, stdio_client
 
@@ -155,10 +172,17 @@ async def _transport(endpoint: Endpoint) -> AsyncIterator[Any]:
             async with stdio_client(params, errlog=errlog) as streams:
                 yield streams
         return
+    import httpx2
     from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
+    from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 
-    http = create_mcp_http_client(headers=dict(endpoint.headers))
+    # The SDK's own client settings (its timeouts, no redirects but its in-origin ones)
+    # on the guarded transport.
+    http = httpx2.AsyncClient(
+        headers=dict(endpoint.headers),
+        timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+        transport=guarded_transport(allow_private=allow_private, resolver=resolver),
+    )
     async with http, streamable_http_client(endpoint.url or "", http_client=http) as streams:
         yield streams
 
