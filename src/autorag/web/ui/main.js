@@ -31,6 +31,9 @@ const PAGES = {
 let shell = null;
 let current = { key: null, cleanup: null };
 let returnTo = null;
+// Each navigation's number: a page still rendering when the user goes elsewhere must not
+// claim the view once it finishes (it would strand the user on it, the address elsewhere).
+let navigation = 0;
 
 async function route() {
   if (location.pathname === "/setup") return; // the setup page renders itself
@@ -71,14 +74,21 @@ async function route() {
     return undefined;
   }
   teardown();
+  const mine = ++navigation;
   current.key = key;
   const outlet = shell.querySelector("#content");
   const module = await spec.load();
-  if (current.key !== key) return undefined; // navigated away meanwhile
+  if (mine !== navigation) return undefined; // navigated away meanwhile
   const view = document.createElement("div");
   view.className = "page-host";
   clear(outlet, view);
   const result = (await module.render(view, { rest, query: currentRoute().query, workspace: app.workspace })) || {};
+  if (mine !== navigation) { // navigated away while it rendered: the newer page owns the view
+    if (result.cleanup) {
+      try { result.cleanup(); } catch (error) { console.error(error); }
+    }
+    return undefined;
+  }
   current = { key, cleanup: result.cleanup || null, update: result.update || null, keep: Boolean(result.update) };
   setTitle(result.title || spec.title);
   if (result.focus) result.focus();
