@@ -93,8 +93,8 @@ function hookRows(hook, eventNames, reload) {
   enabled.addEventListener("change", async () => {
     try {
       await updateWebhook(hook.name, { enabled: enabled.checked });
+      await reload(); // the list is repainted before the message says so (no row swapped under a click)
       toast(`${hook.name} is ${enabled.checked ? "on" : "off"}.`);
-      reload();
     } catch (error) { enabled.checked = hook.enabled; toast(error.message, { kind: "error" }); }
   });
   const test = h("button", { class: "btn small", type: "button", "aria-label": `Send a test event to ${hook.name}` }, icon("send", "sm"), "Test");
@@ -102,9 +102,9 @@ function hookRows(hook, eventNames, reload) {
     test.disabled = true;
     try {
       const sent = await testWebhook(hook.name);
+      await reload(); // repaint the row's last delivery first, then say how it went
       toast(sent.status === "delivered" ? `Test event delivered${sent.latencyMs != null ? ` in ${sent.latencyMs} ms` : ""}.` : `Test event not delivered: ${sent.error || sent.status}`,
         { kind: sent.status === "delivered" ? "" : "error" });
-      reload();
     } catch (error) { toast(error.message, { kind: "error" }); } finally { test.disabled = false; }
   });
   const edit = h("button", { class: "btn ghost small icon-only", type: "button", "aria-label": `Change ${hook.name}`, on: { click: () => {
