@@ -81,10 +81,17 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         if refused is not None:
             # A connection error: the SDK reports it as the call's failure, with this text.
             raise httpcore2.ConnectError(_refused_message(host, *refused))
-        return await self.inner.connect_tcp(
-            addresses[0], port, timeout=timeout, local_address=local_address,
-            socket_options=socket_options,
-        )  # fmt: skip
+        failure: httpcore2.ConnectError | None = None
+        for address in addresses:  # each one checked; the next when one does not answer
+            try:
+                return await self.inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address,
+                    socket_options=socket_options,
+                )  # fmt: skip
+            except httpcore2.ConnectError as exc:
+                failure = exc
+        assert failure is not None
+        raise failure
 
     async def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
