@@ -4,7 +4,9 @@ greeting in the widget's colour, a question is answered streamed with its source
 redacted answer brings the PII warning, the host page's cookie and globals are left as
 they were, and the panel fits a phone. The same page opened as another origin
 (``localhost`` instead of ``127.0.0.1``), which the widget does not allow, is refused:
-the widget says so.
+the widget says so. And the web UI's Chat widgets page: a widget created there (bad input
+refused on its field), its copied tag answering on a page of the site, changed, switched
+off, removed.
 
 The API runs in this process (uvicorn on loopback), the model is the scripted
 OpenAI-compatible server; Debian's Chromium driven by Playwright."""
@@ -18,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -54,6 +57,7 @@ class World:
     api: str
     host_port: int
     model: ScriptedOpenAI
+    site: Path  # the host site's folder, served at host_port
 
     def page_url(self, host: str) -> str:
         return f"http://{host}:{self.host_port}/host.html"
@@ -98,7 +102,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
             widget = _make_widget(api, f"http://127.0.0.1:{host_port}")
             page = HOST_PAGE.format(api=api, widget=widget)
             (site / "host.html").write_text(page)
-            yield World(api, host_port, model)
+            yield World(api, host_port, model, site)
         finally:
             server.should_exit = True
             thread.join(10)
@@ -173,3 +177,85 @@ def test_the_widget_answers_on_an_allowed_site_and_refuses_another(world: World)
         expect(page.get_by_text("This chat is not available here")).to_be_visible()
         expect(page.get_by_role("dialog").get_by_role("textbox")).to_be_disabled()
         assert errors == []
+
+
+def test_an_admin_creates_changes_and_removes_a_widget_in_the_web_ui(world: World) -> None:
+    """Settings → Chat widgets: a widget made in the web UI (a bad site and a bad colour
+    refused on their fields first) answers on the host page with its greeting; changed,
+    only what changed is saved; switched off; removed. The fixture's widget is left be."""
+    origin = f"http://127.0.0.1:{world.host_port}"
+    with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
+        page.set_default_timeout(15_000)
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(world.api + "/#/widgets")
+        page.get_by_label("Username").fill("root")
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        expect(page.get_by_role("heading", level=1)).to_have_text("Chat widgets")
+        expect(page.get_by_role("article", name="shop")).to_be_visible()
+
+        form = page.get_by_role("form", name="New widget")
+        form.get_by_label("Name", exact=True).fill("docs")
+        form.get_by_label("Sites allowed").fill("not a site")
+        form.get_by_label("Accent colour").fill("blue")
+        form.get_by_role("button", name="Create").click()
+        expect(form.get_by_text("A colour as #rrggbb")).to_be_visible()  # checked here first
+        form.get_by_label("Accent colour").fill("#0055AA")
+        form.get_by_role("button", name="Create").click()
+        expect(form.get_by_text("bad origin 'not a site'")).to_be_visible()  # the server's word
+        form.get_by_label("Sites allowed").fill(origin)
+        form.get_by_label("Greeting").fill("Hi from the docs widget.")
+        form.get_by_role("button", name="Create").click()
+        expect(page.get_by_text("docs created")).to_be_visible()
+
+        card = page.get_by_role("article", name="docs")
+        expect(card).to_contain_text(origin)
+        snippet = card.get_by_role("textbox", name="docs's script tag").input_value()
+        widget_id = card.get_attribute("data-widget")
+        assert widget_id and f'data-widget-id="{widget_id}"' in snippet
+        assert snippet.startswith(f'<script src="{world.api}/widget.js"')
+        made = _admin(world.api, "GET", f"/api/workspaces/default/widgets/{widget_id}")
+        assert made["theme"]["primary"] == "#0055aa" and made["model"] is None
+
+        host = page.context.new_page()  # the tag, as a site would carry it
+        (world.site / "docs.html").write_text(f"<!doctype html><title>Docs</title>{snippet}")
+        host.goto(origin + "/docs.html")
+        host.get_by_role("button", name="Open chat").click()
+        expect(host.get_by_text("Hi from the docs widget.")).to_be_visible()
+        host.close()
+
+        card.get_by_role("button", name="Change docs").click()
+        dialog = page.get_by_role("dialog", name="Change docs")
+        dialog.get_by_label("Greeting").fill("Welcome back.")
+        dialog.get_by_label("Questions a minute, per visitor").fill("3")
+        dialog.get_by_role("button", name="Save").click()
+        expect(page.get_by_text("docs saved.")).to_be_visible()
+        changed = _admin(world.api, "GET", f"/api/workspaces/default/widgets/{widget_id}")
+        assert changed["greeting"] == "Welcome back." and changed["visitorPerMinute"] == 3
+        assert changed["theme"] == made["theme"]  # untouched
+        expect(card).to_contain_text("3 questions a minute per visitor")
+
+        card.get_by_label("docs answers visitors").uncheck()
+        expect(page.get_by_text("docs is off")).to_be_visible()
+        assert not _admin(world.api, "GET", f"/api/workspaces/default/widgets/{widget_id}")[
+            "enabled"
+        ]
+
+        card.get_by_role("button", name="Remove docs").click()
+        page.get_by_role("dialog").get_by_role("button", name="Remove").click()
+        expect(page.get_by_text("docs removed.")).to_be_visible()
+        expect(page.get_by_role("article", name="docs")).to_have_count(0)
+        expect(page.get_by_role("article", name="shop")).to_be_visible()
+        refused = "Failed to load resource: the server responded with a status of 400"
+        assert [e for e in errors if not e.startswith(refused)] == []
+        assert len(errors) == 1  # the bad site, refused once by the server
+
+
+def _admin(api: str, method: str, path: str) -> Any:
+    login = httpx.post(f"{api}/api/auth/login", json={"username": "root", "password": PASSWORD})
+    headers = {"Authorization": f"Bearer {login.json()['access_token']}"}
+    response = httpx.request(method, api + path, headers=headers)
+    assert response.is_success, response.text
+    return response.json()
