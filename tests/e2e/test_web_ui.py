@@ -23,6 +23,7 @@ from autorag.p2p.simplex.shapes import Contact, Profile
 from autorag.workspace import Workspace, init_workspace
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.e2e.web_helpers import (
+    DESKTOP,
     SCRIPTED_ANSWER,
     Server,
     Shots,
@@ -505,3 +506,32 @@ def settings_and_palette(page: Any, shots: Shots) -> None:
     page.get_by_role("link", name="Documents").click()
     expect(page.get_by_role("heading", name="Documents", exact=True)).to_be_visible()
     page.screenshot(path=str(shots.folder / "99-phone-documents-dark.png"))
+
+
+def test_a_page_still_loading_never_takes_the_view_from_the_next(page: Any, server: Server) -> None:
+    """Settings asked for, then Search while Settings still waits on the server: once
+    Settings' answer arrives, the view, the address and the title stay Search's (a stale
+    render used to claim them). The signed-in page of the journey above."""
+    page.set_viewport_size(DESKTOP)
+    page.goto(server.url + "/#/chat")
+    page.wait_for_load_state("networkidle")  # the chat page's own calls are answered
+    held: list[Any] = []  # Settings' first call, held until Search is shown
+    page.route("**/api/workspaces/default/agent", lambda route: held.append(route))
+    page.get_by_role("link", name="Settings").click()
+    expect(page.get_by_text("Loading settings…")).to_be_visible()
+    assert len(held) == 1
+    page.get_by_role("link", name="Search").click()
+    expect(page.get_by_role("heading", level=1)).to_have_text("Search")
+    with page.expect_response("**/api/workspaces/default/agent"):
+        held[0].continue_()
+    page.unroute("**/api/workspaces/default/agent")
+    settle = "() => new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)))"
+    page.evaluate(settle)  # Settings' render finishes (its other calls were not held)
+    expect(page.get_by_role("heading", level=1)).to_have_text("Search")
+    assert page.evaluate("location.hash") == "#/search"
+    assert page.title().startswith("Search")
+    expect(page.get_by_role("search", name="Search the documents")).to_be_visible()
+    page.get_by_role("link", name="Settings").click()  # and Settings still opens
+    expect(page.get_by_role("heading", level=1)).to_have_text("Settings")
+    expect(page.get_by_role("heading", name="Agent", exact=True)).to_be_visible()
+    assert page.errors == [], page.errors

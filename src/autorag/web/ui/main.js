@@ -24,7 +24,7 @@ const PAGES = {
   backups: { title: "Backups", icon: "history", load: () => import("./backups.js"), visible: () => app.can("backup:admin") && app.me.workspaces === null },
   webhooks: { title: "Webhooks", icon: "link", load: () => import("./webhooks.js"), visible: () => app.can("webhooks:admin") && app.me.workspaces === null },
   mcp: { title: "Tool servers (MCP)", icon: "link", load: () => import("./mcp.js"), visible: () => app.can("mcp:admin") },
-  widgets: { title: "Chat widgets", icon: "chat", load: () => import("./widgets.js"), visible: () => app.can("widgets:admin") },
+  widgets: { title: "Widgets", icon: "chat", load: () => import("./widgets.js"), visible: () => app.can("widgets:admin") },
   p2p: { title: "P2P", icon: "peers", load: () => import("./p2p.js"), visible: p2pInMenu },
 };
 
