@@ -53,27 +53,42 @@ def test_a_record_that_is_not_the_newest_or_of_another_size_is_not_believed(
     # A write that did not go through the store (or one whose record was not written).
     lancedb.connect(str(tmp_path)).open_table("t").delete("document_id = 1")
     assert recorded_count(tmp_path, "t", DIM) is None
-    assert recorded_count(tmp_path, "missing", DIM) is None
+
+
+def test_a_table_never_written_holds_no_vectors(tmp_path: Path) -> None:
+    assert recorded_count(tmp_path / "absent", "t", DIM) == 0
+    (tmp_path / "t.lance").mkdir()  # a table LanceDB began but this store never recorded
+    assert recorded_count(tmp_path, "t", DIM) is None
+
+
+def _status_without(kb: Path, modules: set[str]) -> dict[str, object]:
+    """``autorag status --json`` of ``kb`` run in a fresh interpreter, which must not
+    have imported any of ``modules``."""
+    probe = (
+        "import sys\n"
+        "from autorag.cli.main import run\n"
+        "sys.argv = ['autorag', '-w', sys.argv[1], 'status', '--json']\n"
+        "try:\n    run()\nexcept SystemExit:\n    pass\n"
+        f"print(sorted(set({sorted(modules)!r}) & set(sys.modules)), file=sys.stderr)\n"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe, str(kb)], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr.strip().endswith("[]"), shown.stderr
+    status: dict[str, object] = json.loads(shown.stdout)
+    return status
 
 
 def test_status_reads_the_record_without_importing_lancedb_or_numpy(tmp_path: Path) -> None:
     write_corpus(tmp_path / "docs")
     kb = tmp_path / "kb"
     assert autorag("init", str(kb)).returncode == 0
+    new = _status_without(kb, {"lancedb", "numpy"})  # the first thing a new user runs
+    assert new["state"] == "configured" and new["vectors"] == new["chunks"] == 0
     assert autorag("-w", str(kb), "add", str(tmp_path / "docs")).returncode == 0
     assert autorag("-w", str(kb), "refresh").returncode == 0
-    probe = (
-        "import sys\n"
-        "from autorag.cli.main import run\n"
-        "sys.argv = ['autorag', '-w', sys.argv[1], 'status', '--json']\n"
-        "try:\n    run()\nexcept SystemExit:\n    pass\n"
-        "print(sorted({'lancedb', 'numpy'} & set(sys.modules)), file=sys.stderr)\n"
-    )
-    shown = subprocess.run([sys.executable, "-c", probe, str(kb)], capture_output=True, text=True)
-    assert shown.returncode == 0, shown.stderr
-    assert shown.stderr.strip().endswith("[]"), shown.stderr
-    status = json.loads(shown.stdout)
-    assert status["state"] == "ready" and status["vectors"] == status["chunks"] > 0
+    status = _status_without(kb, {"lancedb", "numpy"})
+    assert status["state"] == "ready" and status["vectors"] == status["chunks"]
+    assert isinstance(status["chunks"], int) and status["chunks"] > 0
 
 
 def test_opening_a_table_of_another_size_records_nothing_for_that_size(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ version it counted. The record is believed only while that version is still the 
 newest: its manifest exists and the next version's does not (Lance names manifests
 ``{version}.manifest``, or ``{2**64 - 1 - version:020}.manifest`` in its newer scheme;
 both are looked for). Anything else (no record, another dimension, a newer version, a
-scheme this code does not know) answers None and the caller opens the table.
+scheme this code does not know) answers None and the caller opens the table. A table
+that was never written (neither its folder nor a record exists) holds no vectors: the
+first ``status`` of a new workspace need not import LanceDB to say 0.
 """
 
 from __future__ import annotations
@@ -47,9 +49,13 @@ def record_count(directory: Path, table: str, version: int, rows: int, dim: int)
 
 
 def recorded_count(directory: Path, table: str, dim: int) -> int | None:
-    """The recorded row count if it is the newest version's and of ``dim``; else None."""
+    """The recorded row count if it is the newest version's and of ``dim``, 0 when the
+    table was never written; else None."""
+    count_file = _count_file(directory, table)
+    if not count_file.exists() and not table_dir(directory, table).exists():
+        return 0
     try:
-        record = json.loads(_count_file(directory, table).read_text("utf-8"))
+        record = json.loads(count_file.read_text("utf-8"))
         version, rows = int(record["version"]), int(record["rows"])
         if int(record["dim"]) != dim:
             return None
