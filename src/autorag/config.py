@@ -354,6 +354,10 @@ class EventSettings(BaseModel):
     # Off: `autorag serve` delivers no events and leaves them to `autorag worker` processes
     # (as `server.workers = 0` leaves jobs), so that deliveries cost the server nothing.
     deliver_in_server: bool = True
+    # How the server delivers: from a child process of its own once anyone subscribes
+    # (a webhook enabled, a browser subscribed to push), so that deliveries do not take
+    # the interpreter lock its searches need; off: from threads of the server process.
+    delivery_process: bool = True
 
 
 class PushSettings(BaseModel):

@@ -22,7 +22,7 @@ from sqlalchemy import Engine, func, select, update
 from tests.event_log import emit_events, event_log_fixtures
 from tests.workspaces import new_workspace
 
-from autorag.api.state import server_dispatcher
+from autorag.api.state import server_delivery
 from autorag.context import open_context
 from autorag.jobs.dispatcher import MAX_ATTEMPTS, EventDispatcher, Subscriber
 from autorag.store.catalog import outbox
@@ -264,7 +264,7 @@ def test_a_server_leaves_deliveries_to_workers_when_told(tmp_path: Path) -> None
         workspace = new_workspace(tmp_path / f"kb-{deliver}", events={"deliver_in_server": deliver})
         context = open_context(workspace)
         try:
-            dispatcher = server_dispatcher(context)
+            dispatcher = server_delivery(context, {})
             assert (dispatcher is not None) == started
             if dispatcher is not None:
                 dispatcher.stop()

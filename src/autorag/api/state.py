@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +43,7 @@ from autorag.chat.service import ChatService
 from autorag.context import AppContext, open_context
 from autorag.dlp.service import DlpService
 from autorag.errors import AutoragError
-from autorag.jobs.dispatcher import EventDispatcher, start_dispatcher
+from autorag.jobs.delivery_process import ServerDelivery
 from autorag.jobs.worker import WorkerPool
 from autorag.p2p.approvals import approvals_of
 from autorag.p2p.node import PeerNode
@@ -79,7 +79,8 @@ class ServerState:
     p2p: PeerNode | None  # None: P2P is off, or did not start (said on stderr)
     maintenance: Maintenance
     backups: ServerBackups
-    events: EventDispatcher | None = None  # delivers the event log (webhooks, push)
+    events: ServerDelivery | None = None  # delivers the event log (webhooks, push)
+    overrides: dict[str, Any] = field(default_factory=dict)  # settings given to the server
 
 
 @asynccontextmanager
@@ -107,11 +108,12 @@ async def running_server(
         backups = ServerBackups(context)
         backups.start()
         state = ServerState(
-            context, auth, chat, dlp, limiter, workers, None, maintenance or Maintenance(), backups
-        )
+            context, auth, chat, dlp, limiter, workers, None, maintenance or Maintenance(),
+            backups, overrides=overrides,
+        )  # fmt: skip
         stack.push_async_callback(run_in_threadpool, lambda: state.workers.stop())
         stack.push_async_callback(run_in_threadpool, backups.stop)
-        state.events = server_dispatcher(context)
+        state.events = server_delivery(context, overrides)
         stack.push_async_callback(run_in_threadpool, lambda: _stop_events(state))
         chat.router.start_polling(context.settings.llm.poll_seconds)
         stack.callback(chat.router.stop_polling)
@@ -125,10 +127,16 @@ def _stop_events(server: ServerState) -> None:
         server.events = None
 
 
-def server_dispatcher(context: AppContext) -> EventDispatcher | None:
-    """The server's event dispatcher, started; None when ``events.deliver_in_server`` is
-    off (deliveries left to ``autorag worker`` processes, off the server's CPU)."""
-    return start_dispatcher(context) if context.settings.events.deliver_in_server else None
+def server_delivery(context: AppContext, overrides: dict[str, Any]) -> ServerDelivery | None:
+    """The server's event delivery, started; None when ``events.deliver_in_server`` is
+    off (deliveries left to ``autorag worker`` processes). ``overrides``: the settings
+    the server was given, for its delivery process to open the same catalog alike."""
+    events = context.settings.events
+    if not events.deliver_in_server:
+        return None
+    delivery = ServerDelivery(context, overrides, process=events.delivery_process)
+    delivery.start()
+    return delivery
 
 
 def start_workers(context: AppContext) -> WorkerPool:
@@ -294,5 +302,5 @@ def _reopen(server: ServerState) -> None:
     server.auth = auth_state(context)  # the restored signing secret, if another
     server.dlp.invalidate()
     server.workers = start_workers(context)
-    server.events = server_dispatcher(context)
+    server.events = server_delivery(context, server.overrides)
     server.backups.start()

@@ -126,6 +126,12 @@ def subscriptions_of(engine: Engine, user_ids: Iterable[int] | None) -> list[Sub
         return [_subscription(row) for row in conn.execute(query)]
 
 
+def any_subscription(engine: Engine) -> bool:
+    """Whether any browser is subscribed (one indexed read: asked often, answered cheaply)."""
+    with engine.connect() as conn:
+        return conn.execute(select(S.id).limit(1)).first() is not None
+
+
 def subscription_count(engine: Engine, user_id: int) -> int:
     with engine.connect() as conn:
         return int(conn.execute(select(func.count(S.id)).where(S.user_id == user_id)).scalar_one())

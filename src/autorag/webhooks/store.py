@@ -148,6 +148,13 @@ def list_webhooks(engine: Engine) -> list[StoredWebhook]:
     return _webhooks(engine, None)
 
 
+def any_enabled(engine: Engine) -> bool:
+    """Whether any webhook is enabled (one indexed read: asked often, answered cheaply)."""
+    with engine.connect() as conn:
+        found = conn.execute(select(W.c.id).where(W.c.enabled.is_(True)).limit(1)).first()
+    return found is not None
+
+
 def subscribed(engine: Engine, event: str) -> list[StoredWebhook]:
     """The enabled webhooks that want ``event`` (by name, so a deployment's order)."""
     hooks = _webhooks(engine, W.c.enabled.is_(True), with_last=False)
