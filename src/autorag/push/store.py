@@ -127,7 +127,7 @@ def subscriptions_of(engine: Engine, user_ids: Iterable[int] | None) -> list[Sub
 
 
 def any_subscription(engine: Engine) -> bool:
-    """Whether any browser is subscribed (one indexed read: asked often, answered cheaply)."""
+    """Whether any browser is subscribed (one row read at most: asked every second)."""
     with engine.connect() as conn:
         return conn.execute(select(S.id).limit(1)).first() is not None
 

@@ -149,7 +149,7 @@ def list_webhooks(engine: Engine) -> list[StoredWebhook]:
 
 
 def any_enabled(engine: Engine) -> bool:
-    """Whether any webhook is enabled (one indexed read: asked often, answered cheaply)."""
+    """Whether any webhook is enabled (one row read at most: asked every second)."""
     with engine.connect() as conn:
         found = conn.execute(select(W.c.id).where(W.c.enabled.is_(True)).limit(1)).first()
     return found is not None
