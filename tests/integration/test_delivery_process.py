@@ -23,8 +23,9 @@ from tests.doubles.webhook_receiver import Receiver, running_receiver
 from tests.event_log import emit_events
 from tests.workspaces import new_workspace
 
+from autorag.api.state import server_delivery
 from autorag.context import AppContext, open_context
-from autorag.jobs.delivery_process import ServerDelivery
+from autorag.jobs.delivery_process import WATCH_S, ServerDelivery
 from autorag.store.catalog import outbox
 from autorag.webhooks.service import WebhookService
 
@@ -133,7 +134,8 @@ _SERVER = """
 import sys, time
 from pathlib import Path
 from autorag.context import open_context
-from autorag.jobs.delivery_process import ServerDelivery
+from autorag.api.state import server_delivery
+from autorag.jobs.delivery_process import WATCH_S, ServerDelivery
 from autorag.workspace import Workspace
 
 context = open_context(Workspace(Path(sys.argv[1])))
@@ -176,13 +178,27 @@ def _running(pid: int) -> bool:
 
 
 def test_delivery_stays_in_the_server_when_told(world: World) -> None:
-    delivery = ServerDelivery(world.context, {}, process=False)
-    delivery.start()
+    """``events.delivery_process = false``: given the time a handover takes when it is on
+    (measured first, here), three times over, the server's threads still deliver."""
+    world.hook("ci")
+    started = time.monotonic()
+    on = ServerDelivery(world.context, {})
+    on.start()
     try:
-        world.hook("ci")
+        wait_until(lambda: on.mode == "process")
+        handover_s = time.monotonic() - started
+    finally:
+        on.stop()
+
+    context = open_context(world.context.workspace, events={"delivery_process": False})
+    off = server_delivery(context, {"events": {"delivery_process": False}})
+    assert off is not None
+    try:
+        time.sleep(3 * handover_s + WATCH_S)
         sent = world.emit(2)
         wait_until(lambda: sorted(world.delivered_ids("ci")) == sent)
         assert {world.claimer_pid(event_id) for event_id in sent} == {os.getpid()}
-        assert delivery.mode == "threads"
+        assert off.mode == "threads"
     finally:
-        delivery.stop()
+        off.stop()
+        context.close()

@@ -72,6 +72,7 @@ class ServerDelivery:
         self._watcher: threading.Thread | None = None
         self._pause = FIRST_PAUSE_S
         self._next_try = 0.0  # monotonic time before which no child is started
+        self._next_look = 0.0  # ... and before which nobody's subscribing is looked for
 
     @property
     def mode(self) -> DeliveryMode:
@@ -123,7 +124,13 @@ class ServerDelivery:
                 return
             self._take_back(child)
             return
-        if time.monotonic() >= self._next_try and self._anyone_to_deliver_to():
+        # Every WATCH_S at most, not at each commit: a busy server that nobody subscribes
+        # to must not pay two reads per event.
+        now = time.monotonic()
+        if now < max(self._next_try, self._next_look):
+            return
+        self._next_look = now + WATCH_S
+        if self._anyone_to_deliver_to():
             self._hand_over()
 
     def _anyone_to_deliver_to(self) -> bool:
