@@ -33,16 +33,6 @@ if TYPE_CHECKING:
     from autorag.store.vectors import VectorStore
 
 
-@dataclass(frozen=True)
-class RecordedCount:
-    """A vector count read from the record beside the table (``CountsVectors``)."""
-
-    rows: int
-
-    def count(self) -> int:
-        return self.rows
-
-
 @dataclass
 class AppContext:
     workspace: Workspace
@@ -166,17 +156,18 @@ class AppContext:
 
     def readiness(self) -> Readiness:
         """Seed 000's readiness of this workspace's index, with the reason."""
-        from autorag.ingest.readiness import check_readiness
+        from autorag.ingest.readiness import catalog_facts, check_readiness, recorded_vectors
 
-        vectors: CountsVectors | None = self._recorded_vectors()
+        vectors: CountsVectors | None = None
+        if "vectors" not in self.__dict__:  # an open table counts itself
+            vectors = recorded_vectors(self.settings, self.workspace.vectors_dir, self.info)
         why = ""
         try:
             vectors = vectors or self.vectors
         except AutoragError as exc:  # judged with the others' state: degraded or not
             why = exc.message
         return check_readiness(
-            self.catalog,
-            self.info,
+            catalog_facts(self.catalog, self.info),
             search_paths=self.settings.search_paths,
             embedding_model=self._embedding_model_id(),
             vectors=vectors,
@@ -184,23 +175,13 @@ class AppContext:
         )
 
     def _embedding_model_id(self) -> str:
-        """The model documents should be embedded with, as they record it
-        (``provider:model``), without building the provider when it is not built yet:
-        its module imports NumPy, which ``autorag status`` does not need."""
+        """The model documents should be embedded with, from the provider when it is
+        built, else from the settings (building it would import NumPy for nothing)."""
+        from autorag.ingest.readiness import configured_model
+
         if "embedder" in self.__dict__:
             return self.embedder.model_id
-        return f"{self.settings.embedding.provider}:{self.settings.embedding.model}"
-
-    def _recorded_vectors(self) -> RecordedCount | None:
-        """The LanceDB table's count as its last write recorded it, while still current:
-        readiness then needs neither LanceDB (seconds to import) nor the model."""
-        dim = KNOWN_MODEL_DIMS.get(self.settings.embedding.model)
-        if "vectors" in self.__dict__ or self.settings.vector_store != "lancedb" or not dim:
-            return None
-        from autorag.store.vectors.lance_count import recorded_count
-
-        rows = recorded_count(self.workspace.vectors_dir, self.info.vector_table, dim)
-        return None if rows is None else RecordedCount(rows)
+        return configured_model(self.settings)
 
     def warm_up(self) -> None:
         """Load what the first question needs: the embedding model, the vector table and

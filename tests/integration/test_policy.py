@@ -21,7 +21,7 @@ from autorag.cli.main import app as cli
 from autorag.context import AppContext, open_context, open_policy
 from autorag.errors import Conflict, InvalidInput, NotFound
 from autorag.sources.policy import MAX_RULES
-from autorag.store.catalog.db import SCHEMA_HEAD
+from autorag.store.catalog.revision import SCHEMA_HEAD
 from autorag.workspace import Workspace
 
 if TYPE_CHECKING:

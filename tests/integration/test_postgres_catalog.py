@@ -18,9 +18,10 @@ from autorag.ingest.minsync import refresh
 from autorag.models import Chunk, SearchFilters
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
-from autorag.store.catalog.db import SCHEMA_HEAD, create_catalog_engine, migrate, sqlite_url
+from autorag.store.catalog.db import create_catalog_engine, migrate, sqlite_url
 from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.store.catalog.repository import Catalog, DocumentMeta, StagedDocument
+from autorag.store.catalog.revision import SCHEMA_HEAD
 from autorag.store.fulltext import open_fulltext
 from autorag.store.fulltext.postgres import PostgresFullTextIndex, rank_weights
 from autorag.text.analysis import index_terms

@@ -35,7 +35,7 @@ from autorag.cli._common import (
 )
 from autorag.errors import Conflict, InvalidInput
 from autorag.sources import DATASOURCE_KINDS, SourceRoot, plan_source_roots
-from autorag.workspace import init_workspace
+from autorag.workspace import Workspace, init_workspace
 
 # The indexing machinery is imported by the commands that use it: init, add and remove
 # run without it, in a fraction of the time.
@@ -379,18 +379,34 @@ def _print_ocr(queued: int, results: dict[str, int] | None) -> None:
 
 def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Readiness (configured | degraded | unavailable | ready), counts and failed files."""
-    app = open_app(ctx)
-    readiness = app.readiness()
+    workspace = current_workspace(ctx)
+    readiness, roots = _status_of(ctx, workspace)
     if as_json:
         print_json(
             {
                 **dataclasses.asdict(readiness),
-                "workspace": str(app.workspace.root),
-                "search_paths": [dataclasses.asdict(r) for r in app.roots],
+                "workspace": str(workspace.root),
+                "search_paths": [dataclasses.asdict(r) for r in roots],
             }
         )
         return
-    _print_status(readiness, app.roots)
+    _print_status(readiness, roots)
+
+
+def _status_of(ctx: typer.Context, workspace: Workspace) -> tuple[Readiness, list[SourceRoot]]:
+    """Readiness and search paths: read straight from a current SQLite catalog when it
+    can be (a quarter of a second faster), else through the whole context."""
+    from autorag.backup.presence import recover_interrupted
+    from autorag.config import load_settings
+    from autorag.ingest.readiness import quick_readiness
+
+    recover_interrupted(workspace)  # as open_app does: a half-done restore first
+    settings = load_settings(workspace.config_file)
+    quick = quick_readiness(workspace, settings)
+    if quick is not None:
+        return quick, plan_source_roots(settings.search_paths)
+    app = open_app(ctx)
+    return app.readiness(), app.roots
 
 
 def _namespace(root: SourceRoot) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, select
-
-from autorag.store.catalog.models import DocumentRow
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
 
 UPLOADS_PREFIX = "/uploads/"
 # A copy in one of these states holds (or will hold) the content in the index.
@@ -37,6 +37,12 @@ def kept_copy(
     other_than: str | None = None,
 ) -> KeptCopy | None:
     """The workspace's oldest document of one of ``origins`` holding ``content_hash``."""
+    # Deferred: `autorag status` names files with ``display_name`` and reads its
+    # catalog without SQLAlchemy.
+    from sqlalchemy import select
+
+    from autorag.store.catalog.models import DocumentRow
+
     query = (
         select(DocumentRow.id, DocumentRow.source_id, DocumentRow.origin)
         .where(

@@ -12,10 +12,9 @@ from sqlalchemy.exc import DataError, DBAPIError
 
 from autorag.errors import InvalidInput, Unavailable
 from autorag.private_files import tighten_all, touch_private, warn_repaired
+from autorag.store.catalog.revision import SCHEMA_HEAD
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
-# Bump with every new migration: lets start-up skip Alembic when the schema is current.
-SCHEMA_HEAD = "0021"
 # The folder whose secret key seals what this catalog keeps encrypted (a workspace's
 # ``.autorag/``), for catalogs that are not a SQLite file inside it.
 _DATA_DIRS: weakref.WeakKeyDictionary[Engine, Path] = weakref.WeakKeyDictionary()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import secrets
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -36,25 +35,13 @@ from autorag.store.catalog.models import (
     utcnow,
 )
 from autorag.store.catalog.policy_rules import level_of, rules_of
+from autorag.store.catalog.workspace_info import WorkspaceInfo as WorkspaceInfo
 from autorag.text.analysis import index_terms
 
 VISIBLE_STATUS = "ready"
 # A workspace people use; any other kind is a hidden namespace (an archive's index,
 # ``archive:<id>``) that no listing or lookup by name ever shows.
 WORKSPACE_KIND = "workspace"
-
-
-@dataclass(frozen=True)
-class WorkspaceInfo:
-    id: int
-    name: str
-    short_id: str
-
-    @property
-    def vector_table(self) -> str:
-        """``ws_<name>_<shortId>``: one vector table per workspace."""
-        safe = re.sub(r"[^a-z0-9_]", "_", self.name.lower())[:40]
-        return f"ws_{safe}_{self.short_id}"
 
 
 @dataclass(frozen=True)

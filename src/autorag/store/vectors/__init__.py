@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from sqlalchemy import Engine
+from typing import TYPE_CHECKING
 
 from autorag.config import VectorSettings
 from autorag.errors import InvalidInput
 from autorag.store.vectors.base import VectorRecord, VectorStore
+
+if TYPE_CHECKING:  # the store's package is read by `autorag status` without SQLAlchemy
+    from sqlalchemy import Engine
 
 
 @dataclass(frozen=True)
