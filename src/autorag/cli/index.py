@@ -380,7 +380,7 @@ def _print_ocr(queued: int, results: dict[str, int] | None) -> None:
 def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     """Readiness (configured | degraded | unavailable | ready), counts and failed files."""
     workspace = current_workspace(ctx)
-    readiness, roots = _status_of(ctx, workspace)
+    readiness, roots = _status_of(workspace)
     if as_json:
         print_json(
             {
@@ -393,7 +393,7 @@ def status(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     _print_status(readiness, roots)
 
 
-def _status_of(ctx: typer.Context, workspace: Workspace) -> tuple[Readiness, list[SourceRoot]]:
+def _status_of(workspace: Workspace) -> tuple[Readiness, list[SourceRoot]]:
     """Readiness and search paths: read straight from a current SQLite catalog when it
     can be (a quarter of a second faster), else through the whole context."""
     from autorag.backup.presence import recover_interrupted
@@ -405,7 +405,9 @@ def _status_of(ctx: typer.Context, workspace: Workspace) -> tuple[Readiness, lis
     quick = quick_readiness(workspace, settings)
     if quick is not None:
         return quick, plan_source_roots(settings.search_paths)
-    app = open_app(ctx)
+    from autorag.context import open_context
+
+    app = open_context(workspace)  # not open_app: the restore is already taken back
     return app.readiness(), app.roots
 
 

@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 # Runs one query and answers its rows as tuples.
 Rows = Callable[[str, Mapping[str, Any]], list[tuple[Any, ...]]]
 
-# The documents search sees (``repository.VISIBLE_STATUS``).
-_VISIBLE = "ready"
+# The status of the documents search sees (the repository's too).
+VISIBLE_STATUS = "ready"
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,7 @@ class ReadinessFacts:
             "SELECT COUNT(chunks.id) FROM chunks JOIN documents"
             " ON documents.id = chunks.document_id"
             " WHERE documents.workspace_id = :ws AND documents.status = :visible",
-            {**self._ws, "visible": _VISIBLE},
+            {**self._ws, "visible": VISIBLE_STATUS},
         )
         return int(found[0][0])
 
@@ -116,7 +116,7 @@ class ReadinessFacts:
         found = self._rows(
             "SELECT DISTINCT embedding_model FROM documents WHERE workspace_id = :ws"
             " AND status = :visible AND chunk_count > 0",
-            {**self._ws, "visible": _VISIBLE},
+            {**self._ws, "visible": VISIBLE_STATUS},
         )
         return {str(model) for (model,) in found if model}
 

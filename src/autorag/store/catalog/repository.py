@@ -35,10 +35,10 @@ from autorag.store.catalog.models import (
     utcnow,
 )
 from autorag.store.catalog.policy_rules import level_of, rules_of
+from autorag.store.catalog.readiness_sql import VISIBLE_STATUS as VISIBLE_STATUS
 from autorag.store.catalog.workspace_info import WorkspaceInfo as WorkspaceInfo
 from autorag.text.analysis import index_terms
 
-VISIBLE_STATUS = "ready"
 # A workspace people use; any other kind is a hidden namespace (an archive's index,
 # ``archive:<id>``) that no listing or lookup by name ever shows.
 WORKSPACE_KIND = "workspace"
