@@ -1,16 +1,17 @@
 """The keys that encrypt a workspace's secrets at rest and its backups (issue 20).
 
 A workspace has one *current* key, which seals everything new, and the keys it used
-before, which still open what they sealed:
+before, which still open what they sealed (seed 003's decrypt chain):
 
 - ``AUTORAG_ENCRYPTION_KEY`` (base64 of 32 random bytes), when set, is the current key.
-  Otherwise the current key is the workspace's key file, ``<data dir>/secrets.key``
-  (32 random bytes, 0600, made on first use): the key a workspace has without any
-  configuration.
+  Otherwise the current key is derived: scrypt of the workspace's server secret
+  (``<data dir>/secret.key``, which also signs login tokens) with a stored random salt
+  (``<data dir>/encryption.salt``), both 0600 and made on first use.
 - ``AUTORAG_PREVIOUS_ENCRYPTION_KEYS`` (comma-separated base64 keys) are keys rotated
-  out; then, when the environment key is set, the key file: values sealed before the
-  environment key was set still open, and ``autorag backup rekey`` reseals them under
-  the current key.
+  out; then, when the environment key is set, the legacy derivation (what was sealed
+  before the environment key was set still opens); then the random key file
+  ``<data dir>/secrets.key`` that versions before the derivation used, when there is one.
+  ``autorag backup rekey`` reseals everything under the current key.
 
 Keys never leave this process except through ``encode_key`` (for ``autorag backup key
 export``); what is shown of a key is its fingerprint, which reveals nothing of it.
@@ -23,12 +24,15 @@ import binascii
 import logging
 import os
 import re
+import secrets
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.kdf.scrypt import Scrypt
 
 from autorag.errors import InvalidInput, Unavailable
 from autorag.private_files import make_private_dir, tighten, warn_repaired, write_private
@@ -37,8 +41,14 @@ log = logging.getLogger(__name__)
 
 ENCRYPTION_KEY_ENV = "AUTORAG_ENCRYPTION_KEY"  # base64 of 32 bytes
 PREVIOUS_KEYS_ENV = "AUTORAG_PREVIOUS_ENCRYPTION_KEYS"  # comma-separated base64 keys
-KEY_FILE_NAME = "secrets.key"
+KEY_FILE_NAME = "secrets.key"  # the random key of versions before the derivation
+SECRET_FILE_NAME = "secret.key"  # the server secret: signs login tokens, derives the key
+SALT_FILE_NAME = "encryption.salt"
 KEY_BYTES = 32
+SECRET_BYTES = 32
+SALT_BYTES = 16
+# Node's scryptSync defaults (the seed's derivation): 16 MiB and ~50 ms, once per process.
+SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
 FINGERPRINT_BYTES = 8
 _FINGERPRINT_INFO = b"autorag key fingerprint v1"
 _MAKE_ONE = "make one with: openssl rand -base64 32"
@@ -75,11 +85,61 @@ def workspace_keyring(data_dir: Path, environ: Mapping[str, str] | None = None) 
     env = os.environ if environ is None else environ
     previous = _previous_keys(env.get(PREVIOUS_KEYS_ENV, ""))
     env_key = env.get(ENCRYPTION_KEY_ENV, "").strip()
+    key_file = _present(_existing_key_file(data_dir))
     if not env_key:
-        return Keyring(load_or_create_key(data_dir), previous)
+        return Keyring(derived_key(data_dir), previous + key_file)
     current = decode_key(env_key, ENCRYPTION_KEY_ENV)
-    legacy = _existing_key_file(data_dir)
-    return Keyring(current, previous + ((legacy,) if legacy is not None else ()))
+    return Keyring(current, previous + _present(_existing_derived_key(data_dir)) + key_file)
+
+
+def derived_key(data_dir: Path) -> bytes:
+    """scrypt of the server secret with the stored salt, both made on first use."""
+    secret = load_or_create_secret(data_dir)
+    return _scrypt(secret, _load_or_create(data_dir / SALT_FILE_NAME, SALT_BYTES, "salt"))
+
+
+def load_or_create_secret(data_dir: Path) -> bytes:
+    """The workspace's server secret (login tokens' signing key), made on first use."""
+    return _load_or_create(data_dir / SECRET_FILE_NAME, SECRET_BYTES, "server secret")
+
+
+@lru_cache(maxsize=16)
+def _scrypt(secret: bytes, salt: bytes) -> bytes:
+    # Cached: a process opens many secret boxes; the inputs stay in memory either way.
+    kdf = Scrypt(salt=salt, length=KEY_BYTES, n=SCRYPT_N, r=SCRYPT_R, p=SCRYPT_P)
+    return kdf.derive(secret)
+
+
+def _load_or_create(path: Path, size: int, what: str) -> bytes:
+    if not path.exists():
+        make_private_dir(path.parent)
+        write_private(path, secrets.token_bytes(size), replace=False)
+    warn_repaired(_repaired((tighten(path),)), f"the {what}")
+    value = path.read_bytes()
+    if len(value) < size:
+        raise Unavailable(
+            f"{path} is damaged ({len(value)} bytes, not {size}): restore it from a "
+            f"backup. Deleting it signs everyone out and, unless {ENCRYPTION_KEY_ENV} is "
+            "set, leaves the secrets and backups sealed with the key derived from it "
+            "unreadable"
+        )
+    return value
+
+
+def _existing_derived_key(data_dir: Path) -> bytes | None:
+    """The derivation as a legacy key: None unless its salt exists (only a derived
+    key makes one), or when the secret or salt is damaged (logged)."""
+    if not (data_dir / SALT_FILE_NAME).exists() or not (data_dir / SECRET_FILE_NAME).exists():
+        return None
+    try:
+        return derived_key(data_dir)
+    except Unavailable as exc:
+        log.warning("%s", exc.message)
+        return None
+
+
+def _present(key: bytes | None) -> tuple[bytes, ...]:
+    return () if key is None else (key,)
 
 
 def key_fingerprint(key: bytes) -> str:
@@ -126,18 +186,9 @@ def _previous_keys(value: str) -> tuple[bytes, ...]:
     )
 
 
-def load_or_create_key(data_dir: Path) -> bytes:
-    """The workspace's key file, made (0600, in a 0700 folder) on first use."""
-    path = data_dir / KEY_FILE_NAME
-    if not path.exists():
-        make_private_dir(data_dir)
-        write_private(path, os.urandom(KEY_BYTES), replace=False)
-    return _read_key_file(path)
-
-
 def _existing_key_file(data_dir: Path) -> bytes | None:
-    """The key file as a legacy key: None when there is none (nothing was sealed with
-    it) or it is damaged (logged: what it sealed is lost, the rest still works)."""
+    """The random key file of earlier versions as a legacy key: None when there is none
+    or it is damaged (logged: what it sealed is lost, the rest still works)."""
     path = data_dir / KEY_FILE_NAME
     if not path.exists():
         return None

@@ -1,9 +1,10 @@
 """Secrets kept encrypted at rest, with keys that are never in the database.
 
 The workspace's keyring (``autorag.keyring``) gives the master keys: the current one
-(``AUTORAG_ENCRYPTION_KEY``, else the key file ``<workspace>/.autorag/secrets.key``)
-seals, and every key of the ring opens (current, then previous, then the key file when
-the environment key replaced it), so values sealed before a rotation still open and
+(``AUTORAG_ENCRYPTION_KEY``, else scrypt of the server secret ``.autorag/secret.key``
+with the salt ``.autorag/encryption.salt``) seals, and every key of the ring opens
+(current, then previous, then the derivation when the environment key replaced it, then
+the key file of earlier versions), so values sealed before a rotation still open and
 ``reseal`` moves them to the current key. Each kind of secret is sealed with its own
 subkey, derived from a master key with HKDF-SHA256 and the purpose's name
 (``dlp_originals``, ``model_connections``…), using AES-256-GCM. A sealed value is text::
@@ -12,7 +13,7 @@ subkey, derived from a master key with HKDF-SHA256 and the purpose's name
 
 and may be bound to what it belongs to (a row id): the binding is authenticated, so a
 sealed value copied onto another row does not open. Losing every key that sealed a value
-makes it unreadable; keep the key file (or the environment key) with the backups.
+makes it unreadable; keep the environment key, or the server secret and salt, safe.
 """
 
 from __future__ import annotations
@@ -34,9 +35,9 @@ from autorag.errors import Unavailable
 from autorag.keyring import (
     ENCRYPTION_KEY_ENV,
     KEY_BYTES,
-    KEY_FILE_NAME,
+    SALT_FILE_NAME,
+    SECRET_FILE_NAME,
     Keyring,
-    load_or_create_key,
     workspace_keyring,
 )
 
@@ -45,13 +46,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KEY_BYTES",
-    "KEY_FILE_NAME",
     "PREFIX",
     "SecretBox",
     "catalog_box",
     "catalog_secrets_dir",
     "is_sealed",
-    "load_or_create_key",
 ]
 
 PREFIX = "sb1:"
@@ -110,8 +109,9 @@ class SecretBox:
                 continue
         raise Unavailable(
             "a sealed secret cannot be opened: it was sealed with another key "
-            f"({KEY_FILE_NAME} replaced or lost, or {ENCRYPTION_KEY_ENV} changed without "
-            "the old key among the previous ones) or altered"
+            f"({SECRET_FILE_NAME} or {SALT_FILE_NAME} replaced or lost, or "
+            f"{ENCRYPTION_KEY_ENV} changed without the old key among the previous ones) or "
+            "altered"
         )
 
     def reseal(self, value: str, *, bound_to: str = "") -> str:

@@ -1,6 +1,7 @@
 """``rekey``: the catalog's sealed secrets (DLP originals, model connections' API keys)
-moved from the key file to ``AUTORAG_ENCRYPTION_KEY``, on a real catalog (SQLite, and
-PostgreSQL when marked); a value no key opens is counted and left as it is."""
+moved from the derived key to ``AUTORAG_ENCRYPTION_KEY``, and from the key file of
+earlier versions to the derived key, on a real catalog (SQLite, and PostgreSQL when
+marked); a value no key opens is counted and left as it is."""
 
 from __future__ import annotations
 
@@ -18,7 +19,13 @@ from autorag.config import LLMSettings, PushSettings
 from autorag.connections.service import SECRET_PURPOSE, Connections
 from autorag.dlp import store as dlp_store
 from autorag.errors import Unavailable
-from autorag.keyring import ENCRYPTION_KEY_ENV, KEY_FILE_NAME, Keyring, workspace_keyring
+from autorag.keyring import (
+    ENCRYPTION_KEY_ENV,
+    KEY_FILE_NAME,
+    SALT_FILE_NAME,
+    Keyring,
+    workspace_keyring,
+)
 from autorag.mcp_tools import store as mcp_store
 from autorag.mcp_tools.models import SECRET_PURPOSE as MCP_PURPOSE
 from autorag.push.vapid import SEAL_PURPOSE as VAPID_PURPOSE
@@ -42,7 +49,7 @@ def data_dir(tmp_path: Path) -> Path:
 def engine(
     tmp_path: Path, data_dir: Path, catalog_url: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[Engine]:
-    monkeypatch.delenv(ENCRYPTION_KEY_ENV, raising=False)  # sealed first with the key file
+    monkeypatch.delenv(ENCRYPTION_KEY_ENV, raising=False)  # sealed first with the derived key
     engine = create_catalog_engine(catalog_url or sqlite_url(tmp_path / "catalog.db"))
     bind_data_dir(engine, data_dir)
     migrate(engine)
@@ -93,7 +100,7 @@ def test_rekey_moves_every_secret_to_the_new_key_and_leaves_a_lost_one(
 
     monkeypatch.setattr("autorag.backup.rekey._BATCH", 2)  # several batches, updated between
     keyring = workspace_keyring(data_dir, environ=NEW_ENV)
-    assert keyring.current == NEW_KEY and len(keyring.previous) == 1  # the key file
+    assert keyring.current == NEW_KEY and len(keyring.previous) == 1  # the derived key
     report = rekey(engine, data_dir, keyring)
 
     assert report.resealed == {
@@ -104,15 +111,15 @@ def test_rekey_moves_every_secret_to_the_new_key_and_leaves_a_lost_one(
     after = _stored(engine)
     assert after[lost_id] == lost  # untouched
     assert all(after[name] != before[name] for name in [*cards, "gpu"])
-    new_only = Keyring(NEW_KEY)  # the key file is not needed any more
+    new_only = Keyring(NEW_KEY)  # the derived key is not needed any more
     dlp_box = SecretBox.for_keyring(new_only, dlp_store.SEAL_PURPOSE)
     for original_id, card in cards.items():
         assert dlp_box.open(after[original_id], bound_to=original_id) == card
     connection_box = SecretBox.for_keyring(new_only, SECRET_PURPOSE)
     assert connection_box.open(after["gpu"], bound_to="gpu") == API_KEY
 
-    # The features read them with the environment's key alone, the key file gone.
-    (data_dir / KEY_FILE_NAME).unlink()
+    # The features read them with the environment's key alone, the salt gone.
+    (data_dir / SALT_FILE_NAME).unlink()
     monkeypatch.setenv(ENCRYPTION_KEY_ENV, NEW_ENV[ENCRYPTION_KEY_ENV])
     first = next(iter(cards))
     with Session(engine) as session:
@@ -145,9 +152,38 @@ def test_rekey_again_changes_nothing_it_cannot_open_and_skips_clear_values(
         dlp_store.SEAL_PURPOSE: 1, SECRET_PURPOSE: 0, "webhook_secrets": 0, VAPID_PURPOSE: 0,
         MCP_PURPOSE: 0,
     } and not first.failed  # fmt: skip
-    again = rekey(engine, data_dir, Keyring(NEW_KEY))  # the key file dropped from the ring
+    again = rekey(engine, data_dir, Keyring(NEW_KEY))  # the derived key dropped from the ring
     assert again.resealed == first.resealed and not again.failed
     stored = _stored(engine)
     assert stored[clear_id] == "written before originals were sealed"
     box = SecretBox.for_keyring(Keyring(NEW_KEY), dlp_store.SEAL_PURPOSE)
     assert box.open(stored[sealed_id], bound_to=sealed_id) == "card 5500 0000 0000 0004"
+
+
+def test_a_workspace_sealed_with_the_earlier_key_file_opens_and_rekeys_to_the_derived_key(
+    engine: Engine, data_dir: Path
+) -> None:
+    """Versions before the derivation sealed with a random ``secrets.key``: after the
+    upgrade those values still open (the file is in the ring), and rekey moves them."""
+    old_key = os.urandom(32)
+    data_dir.mkdir(exist_ok=True)
+    (data_dir / KEY_FILE_NAME).write_bytes(old_key)
+    old_box = SecretBox.for_keyring(Keyring(old_key), dlp_store.SEAL_PURPOSE)
+    catalog = Catalog(engine)
+    original_id = _original(catalog, "placeholder")
+    sealed = old_box.seal("card 4000 0566 5566 5556", bound_to=original_id)
+    with engine.begin() as conn:
+        conn.execute(
+            update(DlpOriginalRow).where(DlpOriginalRow.id == original_id).values(original=sealed)
+        )
+    with Session(engine) as session:
+        assert dlp_store.get_original(session, original_id=original_id, ref=None).original == (
+            "card 4000 0566 5566 5556"
+        )
+    ring = workspace_keyring(data_dir, environ={})
+    assert ring.previous == (old_key,)
+    report = rekey(engine, data_dir, ring)
+    assert report.resealed[dlp_store.SEAL_PURPOSE] == 1 and not report.failed
+    derived_only = SecretBox.for_keyring(Keyring(ring.current), dlp_store.SEAL_PURPOSE)
+    resealed = _stored(engine)[original_id]
+    assert derived_only.open(resealed, bound_to=original_id) == "card 4000 0566 5566 5556"

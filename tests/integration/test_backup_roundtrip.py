@@ -68,7 +68,7 @@ class World:
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    assert "AUTORAG_ENCRYPTION_KEY" not in os.environ  # the key file seals, and is restored
+    assert "AUTORAG_ENCRYPTION_KEY" not in os.environ  # the derived key seals; its inputs restored
     root = tmp_path_factory.mktemp("backup")
     docs = root / "docs"
     docs.mkdir()

@@ -27,7 +27,7 @@ from autorag.context import open_context
 from autorag.dlp.service import DlpContext, DlpService
 from autorag.embeddings.cache import EmbeddingCache
 from autorag.ingest.minsync import refresh
-from autorag.secretbox import KEY_FILE_NAME
+from autorag.keyring import SALT_FILE_NAME, SECRET_FILE_NAME, workspace_keyring
 from autorag.store.catalog.db import MIGRATIONS_DIR, create_catalog_engine, migrate, sqlite_url
 from autorag.store.catalog.repository import Catalog
 from autorag.workspace import Workspace, find_workspace, init_workspace
@@ -156,9 +156,10 @@ def test_originals_are_sealed_in_the_database_and_reveal_still_works(tmp_path: P
         assert CARD not in raw[0][1] and "message:3" not in raw[0][1]
         assert CARD not in workspace.database_file.read_bytes().decode("latin-1")
         assert service.reveal(ref="message:3", user_id=admin.id).original == original
-        key = workspace.data_dir / KEY_FILE_NAME
-        assert key.exists() and mode(key) == 0o600
-        assert key.read_bytes() not in workspace.database_file.read_bytes()
+        for name in (SECRET_FILE_NAME, SALT_FILE_NAME):  # what the key is derived from
+            assert mode(workspace.data_dir / name) == 0o600
+        key = workspace_keyring(workspace.data_dir).current
+        assert key not in workspace.database_file.read_bytes()
     finally:
         context.close()
 
@@ -176,7 +177,7 @@ def test_originals_on_a_server_catalog_are_sealed_with_the_workspace_key(
             [(original_id, stored)] = conn.execute(text("SELECT id, original FROM dlp_originals"))
         assert CARD not in stored
         assert service.reveal(original_id=original_id, user_id=admin.id).original.endswith(CARD)
-        assert (workspace.data_dir / KEY_FILE_NAME).exists()
+        assert (workspace.data_dir / SALT_FILE_NAME).exists()  # the derived key sealed it
     finally:
         context.close()
 

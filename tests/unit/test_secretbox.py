@@ -1,5 +1,6 @@
-"""The secret box: AES-GCM with per-purpose subkeys of the workspace's keys (the key file,
-or the environment's key with the previous ones and the key file still opening)."""
+"""The secret box: AES-GCM with per-purpose subkeys of the workspace's keys (derived from
+the server secret, or the environment's key with the previous ones and the derivation
+still opening)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,15 @@ from pathlib import Path
 import pytest
 
 from autorag.errors import Unavailable
-from autorag.keyring import ENCRYPTION_KEY_ENV, PREVIOUS_KEYS_ENV, Keyring
-from autorag.secretbox import KEY_FILE_NAME, SecretBox, is_sealed, load_or_create_key
+from autorag.keyring import (
+    ENCRYPTION_KEY_ENV,
+    PREVIOUS_KEYS_ENV,
+    SALT_FILE_NAME,
+    SECRET_FILE_NAME,
+    Keyring,
+    derived_key,
+)
+from autorag.secretbox import SecretBox, is_sealed
 
 NO_ENV: dict[str, str] = {}
 KEY_A, KEY_B = bytes([1]) * 32, bytes([2]) * 32
@@ -45,26 +53,29 @@ def test_purposes_and_workspaces_have_their_own_keys(tmp_path: Path) -> None:
         SecretBox.for_workspace(tmp_path / "b", "dlp_originals", NO_ENV).open(sealed)
 
 
-def test_the_key_file_is_owner_only_made_once_and_repaired(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", [SECRET_FILE_NAME, SALT_FILE_NAME])
+def test_the_secret_and_salt_are_owner_only_made_once_and_repaired(
+    tmp_path: Path, name: str
+) -> None:
     old = os.umask(0o022)
     try:
         data_dir = tmp_path / ".autorag"
-        key = load_or_create_key(data_dir)
-        path = data_dir / KEY_FILE_NAME
-        assert len(key) == 32 and path.read_bytes() == key
+        key = derived_key(data_dir)
+        path = data_dir / name
+        assert len(key) == 32 and key not in path.read_bytes()
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         assert stat.S_IMODE(data_dir.stat().st_mode) == 0o700
         path.chmod(0o644)
-        assert load_or_create_key(data_dir) == key
+        assert derived_key(data_dir) == key
         assert stat.S_IMODE(path.stat().st_mode) == 0o600
         path.write_bytes(b"short")
         with pytest.raises(Unavailable, match="damaged"):
-            load_or_create_key(data_dir)
+            derived_key(data_dir)
     finally:
         os.umask(old)
 
 
-def test_values_sealed_with_the_key_file_open_once_the_environment_key_is_set(
+def test_values_sealed_with_the_derived_key_open_once_the_environment_key_is_set(
     tmp_path: Path,
 ) -> None:
     data_dir = tmp_path / ".autorag"
@@ -76,7 +87,7 @@ def test_values_sealed_with_the_key_file_open_once_the_environment_key_is_set(
     env_only = SecretBox.for_keyring(Keyring(KEY_A), "model_connections")
     assert env_only.open(new, bound_to="x") == "k2"
     with pytest.raises(Unavailable, match="another key"):
-        env_only.open(old, bound_to="x")  # the key file's, not the environment key's
+        env_only.open(old, bound_to="x")  # the derived key's, not the environment key's
     resealed = box.reseal(old, bound_to="x")
     assert resealed != old and env_only.open(resealed, bound_to="x") == "k1"
     with pytest.raises(Unavailable):

@@ -5,8 +5,8 @@
 bump it, and a token of an older generation is refused.
 
 The form is ``<base64url payload>.<base64url signature>``. The signing secret lives in
-``<workspace data dir>/secret.key`` so tokens outlive a server restart; deleting the
-file signs everyone out.
+``<workspace data dir>/secret.key`` (``autorag.keyring``, which also derives the
+workspace's encryption key from it) so tokens outlive a server restart.
 """
 
 from __future__ import annotations
@@ -16,17 +16,15 @@ import binascii
 import hashlib
 import hmac
 import json
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
-from autorag.errors import Unauthorized, Unavailable
-from autorag.private_files import write_private
+from autorag.errors import Unauthorized
+from autorag.keyring import SECRET_BYTES, SECRET_FILE_NAME, load_or_create_secret
 
-SECRET_FILE_NAME = "secret.key"
-SECRET_BYTES = 32
+__all__ = ["SECRET_FILE_NAME", "TokenClaims", "TokenSigner", "load_or_create_secret"]
+
 # Far longer than any token this module issues; refuses to parse junk of any size.
 _MAX_TOKEN_CHARS = 512
 
@@ -70,17 +68,6 @@ class TokenSigner:
     def _sign(self, payload: str) -> str:
         digest = hmac.new(self._secret, payload.encode("ascii"), hashlib.sha256)
         return _b64encode(digest.digest())
-
-
-def load_or_create_secret(data_dir: Path) -> bytes:
-    """The workspace's signing secret, generated on first use."""
-    path = data_dir / SECRET_FILE_NAME
-    if not path.exists():
-        write_private(path, secrets.token_bytes(SECRET_BYTES), replace=False)
-    secret = path.read_bytes()
-    if len(secret) < SECRET_BYTES:
-        raise Unavailable(f"{path} is damaged: delete it to sign everyone out and start anew")
-    return secret
 
 
 def _decode_claims(payload: str) -> TokenClaims:

@@ -7,7 +7,8 @@ through SHA-256 on their way, so memory stays flat whatever the workspace weighs
 manifest records the size and SHA-256 of the bytes actually read, which are the bytes
 stored. Layout (``paths``): ``catalog/autorag.db`` or ``catalog/catalog.sql``,
 ``vectors/…``, ``files/uploads/…``, ``files/p2p/…``, ``config/autorag.toml``,
-``keys/secrets.key``, ``keys/secret.key``, ``manifest.json``.
+``keys/secret.key``, ``keys/encryption.salt`` (``keys/secrets.key`` from earlier
+versions), ``manifest.json``.
 """
 
 from __future__ import annotations

@@ -17,9 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from autorag.auth.tokens import SECRET_FILE_NAME
 from autorag.errors import InvalidInput
-from autorag.secretbox import KEY_FILE_NAME
+from autorag.keyring import KEY_FILE_NAME, SALT_FILE_NAME, SECRET_FILE_NAME
 from autorag.workspace import Workspace
 
 # The catalog, as one of these two entries (SQLite file or PostgreSQL plain dump).
@@ -66,9 +65,12 @@ FILE_AREAS: tuple[Area, ...] = (
     Area("files/p2p", lambda ws: ws.p2p_dir, True, _p2p_skipped),
     Area(CONFIG_ENTRY, lambda ws: ws.config_file, False),
     # In the encrypted archive the keys add no exposure; a restore on a new machine
-    # needs them for sealed values (DLP originals, provider keys) and login tokens.
+    # needs them for sealed values (DLP originals, provider keys) and login tokens:
+    # the server secret and salt the key is derived from, and the key file of earlier
+    # versions (absent on a workspace made since).
     Area(f"keys/{KEY_FILE_NAME}", lambda ws: ws.data_dir / KEY_FILE_NAME, False),
     Area(f"keys/{SECRET_FILE_NAME}", lambda ws: ws.data_dir / SECRET_FILE_NAME, False),
+    Area(f"keys/{SALT_FILE_NAME}", lambda ws: ws.data_dir / SALT_FILE_NAME, False),
 )
 LANCEDB_AREA = Area(VECTORS_AREA, lambda ws: ws.vectors_dir, True)
 ALL_AREAS: tuple[Area, ...] = (LANCEDB_AREA, *FILE_AREAS)

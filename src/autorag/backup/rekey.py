@@ -1,6 +1,6 @@
 """``autorag backup rekey``: reseal every secret the catalog keeps sealed under the
-keyring's current key, so the keys it replaced (the key file, rotated keys) can be
-dropped.
+keyring's current key, so the keys it replaced (the derived key, rotated keys, the key
+file of earlier versions) can be dropped.
 
 The sealed columns are listed in ``SEALED_COLUMNS``: a feature that stores a new kind of
 sealed value adds its line there. Each column is resealed in one transaction; a value no
