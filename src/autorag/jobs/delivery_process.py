@@ -53,6 +53,7 @@ READY_TIMEOUT_S = 60.0  # a child's start: imports and the catalog opened, on a 
 STOP_TIMEOUT_S = 12.0  # the child's dispatcher lets deliveries finish for up to 10 s
 FIRST_PAUSE_S = 1.0
 LONGEST_PAUSE_S = 300.0
+NICENESS = 10  # added to the child's: the server's searches first on a busy CPU
 DeliveryMode = Literal["threads", "process"]
 
 
@@ -261,6 +262,7 @@ def main() -> int:
     """The delivery process: the dispatcher until stdin closes; each line read wakes it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server says when (its stdin closes)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # stops in order, as at EOF
+    _yield_to_the_server()
     logging.basicConfig(
         level=logging.WARNING,
         format="%(asctime)s autorag event delivery [%(process)d] %(levelname)s: %(message)s",
@@ -283,6 +285,13 @@ def main() -> int:
             dispatcher.stop()
         context.close()
     return 0
+
+
+def _yield_to_the_server() -> None:
+    """Run below the server's priority: on a small machine the searches a user waits for
+    come before deliveries, which have a 200 ms budget and retries (none of it is lost)."""
+    with contextlib.suppress(OSError, AttributeError):  # no nice() on this platform
+        os.nice(NICENESS)
 
 
 if __name__ == "__main__":
