@@ -1,7 +1,8 @@
 """The server's event delivery from a process of its own (issue 21: searches must not slow
 while events are delivered). Real processes, a real catalog, a real receiver on loopback:
 the server's threads dispatch while nobody subscribes; once a webhook is enabled a child
-process takes over (the events it delivers are claimed under its pid, signed, each once);
+process takes over at a lower priority (the events it delivers are claimed under its
+pid, signed, each once);
 a child killed is replaced and no event is lost meanwhile; a child whose server is
 killed (``kill -9``) ends by itself; ``events.delivery_process = false`` keeps delivery
 in the server's threads."""
@@ -105,6 +106,9 @@ def test_threads_dispatch_until_someone_subscribes_then_a_process_delivers(
     wait_until(lambda: delivery.mode == "process")
     child = delivery.child_pid
     assert child is not None and child != os.getpid()
+    # Below the server's priority: the server's searches first on a busy CPU.
+    server_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert os.getpriority(os.PRIO_PROCESS, child) == min(19, server_nice + 10)
     sent = world.emit(3)
     wait_until(lambda: sorted(world.delivered_ids("ci")) == sent)
     assert {world.claimer_pid(event_id) for event_id in sent} == {child}
