@@ -26,7 +26,9 @@ from tests.e2e.web_helpers import (
     Server,
     Shots,
     browser_page,
+    page_errors,
     playwright_sync_api,
+    sign_in,
 )
 
 sync_api = playwright_sync_api()
@@ -54,13 +56,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 def test_back_up_check_schedule_and_the_restore_dialog(server: Server) -> None:
     with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
         page.set_default_timeout(20_000)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(server.url + "/#/backups")
-        page.get_by_label("Username").fill(ADMIN)
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
+        errors = page_errors(page)
+        sign_in(page, server.url + "/#/backups", ADMIN, PASSWORD)
         expect(page.get_by_role("heading", level=1)).to_have_text("Backups")
         expect(page.get_by_role("link", name="Backups")).to_have_attribute("aria-current", "page")
         expect(page.get_by_text("No backups yet")).to_be_visible()

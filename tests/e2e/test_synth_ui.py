@@ -30,7 +30,15 @@ from autorag.ingest.minsync import refresh
 from autorag.wiki.service import WikiService
 from autorag.workspace import init_workspace
 from tests.doubles.openai_server import ScriptedOpenAI
-from tests.e2e.web_helpers import DESKTOP, PHONE, Server, browser_page, playwright_sync_api
+from tests.e2e.web_helpers import (
+    DESKTOP,
+    PHONE,
+    Server,
+    browser_page,
+    page_errors,
+    playwright_sync_api,
+    sign_in,
+)
 
 sync_api = playwright_sync_api()
 expect = sync_api.expect
@@ -120,13 +128,8 @@ def test_start_follow_review_approve_and_reject(server: tuple[Server, str]) -> N
     pages = f"{running.url}/api/workspaces/default/archives/handbook/pages"
     with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
         page.set_default_timeout(15_000)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(running.url + "/#/wiki/handbook")
-        page.get_by_label("Username").fill(ADMIN)
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
+        errors = page_errors(page)
+        sign_in(page, running.url + "/#/wiki/handbook", ADMIN, PASSWORD)
         heading = page.get_by_role("heading", level=1)
         expect(heading).to_have_text("Team handbook")
 

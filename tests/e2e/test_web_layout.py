@@ -26,7 +26,9 @@ from tests.e2e.web_helpers import (
     PHONE,
     Server,
     browser_page,
+    page_errors,
     playwright_sync_api,
+    sign_in,
 )
 
 sync_api = playwright_sync_api()
@@ -109,10 +111,7 @@ def _wait_processed(server: Server, key: str) -> None:
 
 
 def _sign_in(page: Any, server: Server, username: str) -> None:
-    page.goto(f"{server.url}/#/login")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
+    sign_in(page, f"{server.url}/#/login", username, PASSWORD)
     expect(page.get_by_role("heading", name="New chat", exact=True)).to_be_visible()
 
 
@@ -130,9 +129,7 @@ def _shot(page: Any, name: str) -> None:
 
 def test_layout_and_words(server: Server, workspace: tuple[Workspace, str]) -> None:
     with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        errors = page_errors(page)
         try:
             _sign_in(page, server, ADMIN)
             documents_at_desktop_and_phone(page)

@@ -18,7 +18,7 @@ import pytest
 
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text
-from tests.e2e.web_helpers import Server, browser_page, playwright_sync_api
+from tests.e2e.web_helpers import Server, browser_page, page_errors, playwright_sync_api, sign_in
 from tests.mcp_world import DOUBLE, LOOKUP, PASSWORD, Api, mcp_workspace, offered
 
 sync_api = playwright_sync_api()
@@ -46,13 +46,8 @@ def _tools_offered(api: Api) -> set[str]:
 def test_install_allow_test_refuse_and_remove_from_the_page(api: Api) -> None:
     with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
         page.set_default_timeout(30_000)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(api.url + "/#/mcp")
-        page.get_by_label("Username").fill("root")
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
+        errors = page_errors(page)
+        sign_in(page, api.url + "/#/mcp", "root", PASSWORD)
         expect(page.get_by_role("heading", level=1)).to_have_text("Tool servers (MCP)")
         expect(page.get_by_text("No tool servers yet")).to_be_visible()
 

@@ -18,7 +18,7 @@ from autorag.auth.service import create_user
 from autorag.context import open_context
 from autorag.workspace import init_workspace
 from tests.doubles.webhook_receiver import Receiver, running_receiver
-from tests.e2e.web_helpers import Server, browser_page, playwright_sync_api
+from tests.e2e.web_helpers import Server, browser_page, page_errors, playwright_sync_api, sign_in
 
 sync_api = playwright_sync_api()
 expect = sync_api.expect
@@ -52,13 +52,8 @@ def receiver() -> Iterator[Receiver]:
 def test_add_copy_the_secret_test_and_switch_off(server: Server, receiver: Receiver) -> None:
     with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
         page.set_default_timeout(20_000)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(server.url + "/#/webhooks")
-        page.get_by_label("Username").fill(ADMIN)
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
+        errors = page_errors(page)
+        sign_in(page, server.url + "/#/webhooks", ADMIN, PASSWORD)
         expect(page.get_by_role("heading", level=1)).to_have_text("Webhooks")
         expect(page.get_by_text("No webhooks yet")).to_be_visible()
 

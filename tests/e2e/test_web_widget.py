@@ -33,7 +33,7 @@ from autorag.context import open_context
 from autorag.ingest.minsync import refresh
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool
-from tests.e2e.web_helpers import PHONE, browser_page, playwright_sync_api
+from tests.e2e.web_helpers import PHONE, browser_page, page_errors, playwright_sync_api, sign_in
 from tests.workspaces import new_workspace
 
 sync_api = playwright_sync_api()
@@ -186,13 +186,8 @@ def test_an_admin_creates_changes_and_removes_a_widget_in_the_web_ui(world: Worl
     origin = f"http://127.0.0.1:{world.host_port}"
     with sync_api.sync_playwright() as playwright, browser_page(playwright) as page:
         page.set_default_timeout(15_000)
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.goto(world.api + "/#/widgets")
-        page.get_by_label("Username").fill("root")
-        page.get_by_label("Password").fill(PASSWORD)
-        page.get_by_role("button", name="Sign in").click()
+        errors = page_errors(page)
+        sign_in(page, world.api + "/#/widgets", "root", PASSWORD)
         expect(page.get_by_role("heading", level=1)).to_have_text("Chat widgets")
         expect(page.get_by_role("article", name="shop")).to_be_visible()
 

@@ -144,6 +144,22 @@ def browser_page(playwright: Any) -> Iterator[Any]:
         browser.close()
 
 
+def page_errors(page: Any) -> list[str]:
+    """A list that fills with the page's uncaught errors and console errors."""
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    return errors
+
+
+def sign_in(page: Any, url: str, username: str, password: str) -> None:
+    """Open ``url`` (a page that asks for a login first) and sign in on its form."""
+    page.goto(url)
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(password)
+    page.get_by_role("button", name="Sign in").click()
+
+
 # -- the scripted model -----------------------------------------------------------------------
 SCRIPTED_ANSWER = (
     "Customers may return unused items within 30 days of delivery for a full refund [1]. "
