@@ -60,7 +60,7 @@ export async function openCommandPalette() {
 /** Models only: the chat's model button. */
 export async function openModelPicker({ current, onPick }) {
   if (!app.models) { try { await refreshModels(); } catch { /* models stay empty */ } }
-  open({ title: "Switch model", placeholder: "Filter models…", items: modelItems(current, onPick), empty: "No model matches. Providers are configured in autorag.toml ([[llm.providers]])." });
+  open({ title: "Switch model", placeholder: "Filter models…", items: modelItems(current, onPick), empty: "No model matches. An admin connects model servers in Settings → Models." });
 }
 
 function matches(item, words) {
