@@ -25,7 +25,7 @@ import logging
 import os
 import re
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -85,11 +85,14 @@ def workspace_keyring(data_dir: Path, environ: Mapping[str, str] | None = None) 
     env = os.environ if environ is None else environ
     previous = _previous_keys(env.get(PREVIOUS_KEYS_ENV, ""))
     env_key = env.get(ENCRYPTION_KEY_ENV, "").strip()
-    key_file = _present(_existing_key_file(data_dir))
+    # The key file of earlier versions; the derivation once the environment replaced it
+    # (only a derived key makes the salt: without one nothing was sealed with it).
+    key_file = _legacy(data_dir, (KEY_FILE_NAME,), lambda: _read_key_file(data_dir))
     if not env_key:
         return Keyring(derived_key(data_dir), previous + key_file)
     current = decode_key(env_key, ENCRYPTION_KEY_ENV)
-    return Keyring(current, previous + _present(_existing_derived_key(data_dir)) + key_file)
+    derived = _legacy(data_dir, (SECRET_FILE_NAME, SALT_FILE_NAME), lambda: derived_key(data_dir))
+    return Keyring(current, previous + derived + key_file)
 
 
 def derived_key(data_dir: Path) -> bytes:
@@ -114,32 +117,42 @@ def _load_or_create(path: Path, size: int, what: str) -> bytes:
     if not path.exists():
         make_private_dir(path.parent)
         write_private(path, secrets.token_bytes(size), replace=False)
-    warn_repaired(_repaired((tighten(path),)), f"the {what}")
+    lost = (
+        f"Deleting it signs everyone out and, unless {ENCRYPTION_KEY_ENV} is set, leaves "
+        "the secrets and backups sealed with the key derived from it unreadable"
+    )
+    return _read_private(path, size, what, lost, exact=False)
+
+
+def _read_key_file(data_dir: Path) -> bytes:
+    lost = "The secrets sealed with it cannot be read"
+    return _read_private(data_dir / KEY_FILE_NAME, KEY_BYTES, "secrets key", lost, exact=True)
+
+
+def _read_private(path: Path, size: int, what: str, lost: str, *, exact: bool) -> bytes:
+    """A key file's bytes, its mode repaired first; Unavailable, saying what ``lost``
+    means, when it is damaged (shorter than ``size``; other than ``size`` if ``exact``)."""
+    repaired = tighten(path)
+    if repaired:
+        warn_repaired([repaired], f"the {what}")
     value = path.read_bytes()
-    if len(value) < size:
+    if len(value) < size or (exact and len(value) != size):
         raise Unavailable(
-            f"{path} is damaged ({len(value)} bytes, not {size}): restore it from a "
-            f"backup. Deleting it signs everyone out and, unless {ENCRYPTION_KEY_ENV} is "
-            "set, leaves the secrets and backups sealed with the key derived from it "
-            "unreadable"
+            f"{path} is damaged ({len(value)} bytes, not {size}): restore it from a backup. {lost}"
         )
     return value
 
 
-def _existing_derived_key(data_dir: Path) -> bytes | None:
-    """The derivation as a legacy key: None unless its salt exists (only a derived
-    key makes one), or when the secret or salt is damaged (logged)."""
-    if not (data_dir / SALT_FILE_NAME).exists() or not (data_dir / SECRET_FILE_NAME).exists():
-        return None
+def _legacy(data_dir: Path, needs: tuple[str, ...], read: Callable[[], bytes]) -> tuple[bytes, ...]:
+    """A legacy key for the ring: none when a file it is made from is missing, or
+    damaged (logged: what it sealed is lost, the rest still works)."""
+    if not all((data_dir / name).exists() for name in needs):
+        return ()
     try:
-        return derived_key(data_dir)
+        return (read(),)
     except Unavailable as exc:
         log.warning("%s", exc.message)
-        return None
-
-
-def _present(key: bytes | None) -> tuple[bytes, ...]:
-    return () if key is None else (key,)
+        return ()
 
 
 def key_fingerprint(key: bytes) -> str:
@@ -184,31 +197,3 @@ def _previous_keys(value: str) -> tuple[bytes, ...]:
         decode_key(text, f"{PREVIOUS_KEYS_ENV} (key {number} of {len(texts)})")
         for number, text in enumerate(texts, 1)
     )
-
-
-def _existing_key_file(data_dir: Path) -> bytes | None:
-    """The random key file of earlier versions as a legacy key: None when there is none
-    or it is damaged (logged: what it sealed is lost, the rest still works)."""
-    path = data_dir / KEY_FILE_NAME
-    if not path.exists():
-        return None
-    try:
-        return _read_key_file(path)
-    except Unavailable as exc:
-        log.warning("%s", exc.message)
-        return None
-
-
-def _read_key_file(path: Path) -> bytes:
-    warn_repaired(_repaired((tighten(path),)), "the secrets key")
-    key = path.read_bytes()
-    if len(key) != KEY_BYTES:
-        raise Unavailable(
-            f"{path} is damaged ({len(key)} bytes, not {KEY_BYTES}): the secrets sealed "
-            "with it cannot be read; restore it from a backup"
-        )
-    return key
-
-
-def _repaired(messages: Iterable[str | None]) -> list[str]:
-    return [message for message in messages if message]

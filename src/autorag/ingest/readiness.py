@@ -13,7 +13,6 @@ from autorag.ingest.duplicates import display_name
 from autorag.store.catalog.readiness_sql import (
     ListedFile,
     ReadinessFacts,
-    engine_rows,
     open_sqlite_readonly,
 )
 from autorag.store.catalog.revision import SCHEMA_HEAD
@@ -62,7 +61,7 @@ class RecordedCount:
 
 def catalog_facts(catalog: Catalog, workspace: WorkspaceInfo) -> ReadinessFacts:
     """The readiness facts of ``workspace``, read through the catalog's engine."""
-    return ReadinessFacts(engine_rows(catalog.engine), workspace.id)
+    return catalog.readiness_facts(workspace.id)
 
 
 def configured_model(settings: Settings) -> str:

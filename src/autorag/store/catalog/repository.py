@@ -13,7 +13,6 @@ from sqlalchemy import (
     Connection,
     Engine,
     delete,
-    func,
     insert,
     select,
     update,
@@ -36,6 +35,7 @@ from autorag.store.catalog.models import (
 )
 from autorag.store.catalog.policy_rules import level_of, rules_of
 from autorag.store.catalog.readiness_sql import VISIBLE_STATUS as VISIBLE_STATUS
+from autorag.store.catalog.readiness_sql import ReadinessFacts, engine_rows
 from autorag.store.catalog.workspace_info import WorkspaceInfo as WorkspaceInfo
 from autorag.text.analysis import index_terms
 
@@ -374,17 +374,12 @@ class Catalog:
             return {row.chunk_id: ChunkView(**row._mapping) for row in rows}
 
     def embedding_models(self, workspace_id: int) -> set[str]:
-        query = (
-            select(DocumentRow.embedding_model)
-            .where(
-                DocumentRow.workspace_id == workspace_id,
-                DocumentRow.status == VISIBLE_STATUS,
-                DocumentRow.chunk_count > 0,
-            )
-            .distinct()
-        )
-        with self.engine.connect() as conn:
-            return {r[0] for r in conn.execute(query) if r[0]}
+        """The models the visible documents with chunks were embedded with."""
+        return self.readiness_facts(workspace_id).embedding_models()
+
+    def readiness_facts(self, workspace_id: int) -> ReadinessFacts:
+        # The counts readiness is judged from: one set of queries (``readiness_sql``).
+        return ReadinessFacts(engine_rows(self.engine), workspace_id)
 
     def iter_chunks(self, workspace_id: int, batch: int = 512) -> Iterator[list[ChunkReindexRow]]:
         """Every chunk of the workspace's indexed documents, in batches (for reindex)."""
@@ -449,22 +444,11 @@ class Catalog:
             return list(session.scalars(query))
 
     def status_counts(self, workspace_id: int) -> dict[str, int]:
-        query = (
-            select(DocumentRow.status, func.count())
-            .where(DocumentRow.workspace_id == workspace_id)
-            .group_by(DocumentRow.status)
-        )
-        with self.engine.connect() as conn:
-            return {r[0]: r[1] for r in conn.execute(query)}
+        return self.readiness_facts(workspace_id).status_counts()
 
     def chunk_count(self, workspace_id: int) -> int:
-        query = (
-            select(func.count(ChunkRow.id))
-            .join(DocumentRow, DocumentRow.id == ChunkRow.document_id)
-            .where(DocumentRow.workspace_id == workspace_id, DocumentRow.status == VISIBLE_STATUS)
-        )
-        with self.engine.connect() as conn:
-            return int(conn.execute(query).scalar_one())
+        """Chunks of the documents search sees."""
+        return self.readiness_facts(workspace_id).chunk_count()
 
     # -- refresh runs -------------------------------------------------------------------
     def start_run(self, workspace_id: int, method: str) -> int:
@@ -502,16 +486,6 @@ class Catalog:
                 .where(RefreshRunRow.id == run_id)
                 .values(status=status, finished_at=utcnow(), **counts)
             )
-
-    def latest_run(self, workspace_id: int) -> RefreshRunRow | None:
-        query = (
-            select(RefreshRunRow)
-            .where(RefreshRunRow.workspace_id == workspace_id)
-            .order_by(RefreshRunRow.id.desc())
-            .limit(1)
-        )
-        with Session(self.engine, expire_on_commit=False) as session:
-            return session.scalars(query).first()
 
 
 @dataclass(frozen=True)
