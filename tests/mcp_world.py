@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from httpx_sse import connect_sse
 from sqlalchemy import text
 
 from autorag.auth import service
 from autorag.context import open_context
 from autorag.workspace import Workspace
 from tests.doubles.openai_server import ScriptedOpenAI
+from tests.sse import post_sse
 from tests.workspaces import catalog_sql, new_workspace
 
 PASSWORD = "a long enough password"
@@ -78,19 +78,10 @@ class Api:
     def ask(self, question: str) -> dict[str, list[dict[str, Any]]]:
         """The answer's SSE events by name, in order."""
         events: dict[str, list[dict[str, Any]]] = {}
-        with (
-            httpx.Client(timeout=60) as client,
-            connect_sse(
-                client,
-                "POST",
-                f"{self.url}/api/workspaces/default/chat/stream",
-                json={"message": question},
-                headers={"Authorization": f"Bearer {self.token}"},
-            ) as source,  # fmt: skip
-        ):
-            assert source.response.status_code == 200, source.response.read()
-            for sse in source.iter_sse():
-                events.setdefault(sse.event, []).append(sse.json())
+        url = f"{self.url}/api/workspaces/default/chat/stream"
+        headers = {"Authorization": f"Bearer {self.token}"}
+        for name, data in post_sse(url, {"message": question}, headers):
+            events.setdefault(name, []).append(data)
         assert "error" not in events, events["error"]
         return events
 

@@ -16,12 +16,12 @@ from typing import Any
 
 import httpx
 import pytest
-from httpx_sse import connect_sse
 from sqlalchemy import text
 from starlette.types import ASGIApp
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool
 from tests.samples import write_pdf
+from tests.sse import post_sse
 from tests.workspaces import catalog_sql, new_workspace
 
 from autorag.api.app import create_app
@@ -238,18 +238,8 @@ def test_reading_is_checked_like_the_document_itself(world: World) -> None:
 
 # -- citations -------------------------------------------------------------------------------
 def _stream(world: World, message: str) -> list[tuple[str, Any]]:
-    with (
-        httpx.Client(timeout=60) as client,
-        connect_sse(
-            client,
-            "POST",
-            f"{world.url}{DEFAULT}/chat/stream",
-            json={"message": message},
-            headers={"Authorization": f"Bearer {world.reader}"},
-        ) as source,
-    ):
-        assert source.response.status_code == 200, source.response.read()
-        return [(sse.event, sse.json()) for sse in source.iter_sse()]
+    headers = {"Authorization": f"Bearer {world.reader}"}
+    return post_sse(f"{world.url}{DEFAULT}/chat/stream", {"message": message}, headers)
 
 
 def _passages(tool_result: str) -> dict[int, str]:

@@ -13,10 +13,10 @@ from typing import Any
 
 import httpx
 import pytest
-from httpx_sse import connect_sse
 from starlette.types import ASGIApp
 from tests.doubles.openai_server import ScriptedOpenAI
 from tests.doubles.script import Text, Tool
+from tests.sse import post_sse
 from tests.workspaces import new_workspace
 
 from autorag.api.app import create_app
@@ -43,13 +43,7 @@ class Api:
 
     def stream(self, body: dict[str, Any]) -> list[tuple[str, Any]]:
         headers = {"Authorization": f"Bearer {self.member}"}
-        url = f"{self.url}/api/workspaces/default/chat/stream"
-        with (
-            httpx.Client(timeout=60) as client,
-            connect_sse(client, "POST", url, json=body, headers=headers) as source,
-        ):
-            assert source.response.status_code == 200
-            return [(e.event, e.json()) for e in source.iter_sse()]
+        return post_sse(f"{self.url}/api/workspaces/default/chat/stream", body, headers)
 
 
 @pytest.fixture(scope="module")
