@@ -8,14 +8,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, text, update
 from tests.workspaces import new_workspace
 
 from autorag.context import AppContext, open_context
 from autorag.ingest.minsync import refresh
 from autorag.retrieval.hybrid import SearchRequest
-from autorag.store.catalog.models import DocumentRow
+from autorag.store.catalog.models import ChunkRow, DocumentRow
 from autorag.store.catalog.repository import workspace_languages
+from autorag.text.analysis import index_terms
 
 DOCUMENTS = {
     "gastos.txt": "Reembolsamos los gastos de viaje de los empleados en un plazo de quince "
@@ -36,8 +37,8 @@ def app(
     root = tmp_path_factory.mktemp("languages")
     notes = root / "notes"
     notes.mkdir()
-    for name, text in DOCUMENTS.items():
-        (notes / name).write_text(text, encoding="utf-8")
+    for name, body in DOCUMENTS.items():
+        (notes / name).write_text(body, encoding="utf-8")
     workspace = new_workspace(root / "kb", module_catalog_url, search_paths=[str(notes)])
     context = open_context(workspace)
     refresh(
@@ -62,6 +63,7 @@ def _found(app: AppContext, query: str) -> list[str]:
         ("reembolsar gastos", "gastos.txt"),  # another form of the verb
         ("factura original", "gastos.txt"),  # singular against plural
         ("cuantos dias", "gastos.txt"),  # typed without accents
+        ("un día", "gastos.txt"),  # a short word's singular against its plural
         ("rimborso spesa", "ferie.txt"),
         ("ricevuta dipendenti", "ferie.txt"),
         ("天気", "tenki.txt"),  # a word inside a run of characters without spaces
@@ -93,3 +95,38 @@ def test_each_document_records_its_language(app: AppContext) -> None:
 
 def test_query_syntax_in_any_language_is_only_words(app: AppContext) -> None:
     assert _found(app, 'gastos" OR -viaje:* & ! NEAR(') == ["gastos.txt"]
+
+
+def test_a_catalog_from_before_the_spanish_plurals_is_re_analysed_on_opening(
+    tmp_path: Path, catalog_url: str | None
+) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name in ("gastos.txt", "refunds.txt"):
+        (notes / name).write_text(DOCUMENTS[name], encoding="utf-8")
+    workspace = new_workspace(tmp_path / "kb", catalog_url, search_paths=[str(notes)])
+    context = open_context(workspace)
+    refresh(context.catalog, context.info, context.indexer, context.roots, ignore=[])
+    # As revision 0021 left it: terms the analyser no longer makes ("días" kept whole).
+    with context.catalog.engine.begin() as conn:
+        conn.execute(update(ChunkRow).values(fts_text="dias stale"))
+        conn.execute(text("UPDATE alembic_version SET version_num = '0021'"))
+    context.close()
+
+    reopened = open_context(workspace)
+    try:
+        with reopened.catalog.engine.connect() as conn:
+            stored = {
+                Path(source).name: (chunk_text, terms)
+                for source, chunk_text, terms in conn.execute(
+                    select(DocumentRow.source_id, ChunkRow.text, ChunkRow.fts_text).join(
+                        ChunkRow, ChunkRow.document_id == DocumentRow.id
+                    )
+                )
+            }
+        spanish_text, spanish_terms = stored["gastos.txt"]
+        assert spanish_terms == index_terms(spanish_text, "es") and " dia " in spanish_terms
+        assert stored["refunds.txt"][1] == "dias stale"  # only Spanish documents change
+        assert _found(reopened, "un día") == ["gastos.txt"]
+    finally:
+        reopened.close()

@@ -1,4 +1,5 @@
-"""The Spanish and Italian evaluation sets shipped in eval/datasets load as BEIR sets:
+"""The Spanish and Italian evaluation sets (and the Spanish tuning set) shipped in
+eval/datasets load as BEIR sets:
 every query judged, every judgement naming a passage that exists, ids unique."""
 
 from __future__ import annotations
@@ -13,10 +14,13 @@ from autorag.eval.beir import load_beir
 DATASETS = Path(__file__).resolve().parents[2] / "eval" / "datasets"
 
 
-@pytest.mark.parametrize("name", ["autorag-es", "autorag-it"])
-def test_a_shipped_set_loads_whole(name: str) -> None:
+@pytest.mark.parametrize(
+    ("name", "split"),
+    [("autorag-es", "test"), ("autorag-it", "test"), ("autorag-es-train", "train")],
+)
+def test_a_shipped_set_loads_whole(name: str, split: str) -> None:
     directory = DATASETS / name
-    dataset = load_beir(directory)
+    dataset = load_beir(directory, split=split)
     lines = (directory / "corpus.jsonl").read_text(encoding="utf-8").splitlines()
     ids = [json.loads(line)["_id"] for line in lines if line.strip()]
     assert len(ids) == len(set(ids)) == len(dataset.corpus)

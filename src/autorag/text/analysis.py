@@ -3,7 +3,8 @@
 A word is lower-cased (case-folded), stripped of diacritics, then stemmed with its
 language's Snowball stemmer (PyStemmer), so "canciones", "canción" and a hurried
 "cancion" meet as one term (folding first: an unaccented query then stems as the
-accented text does, which stemming first got wrong for French and Portuguese). Runs of
+accented text does, which stemming first got wrong for French and Portuguese). A Spanish
+word Snowball leaves whole because it is short ("días", "tíos") loses its plural -s. Runs of
 Chinese, Japanese or Korean characters, written without spaces between words, become
 overlapping character pairs, so a word is found inside a longer run. Both full-text
 backends index these terms, never the raw text: the ranking does not depend on which
@@ -16,6 +17,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterable, Iterator
+from typing import Protocol
 
 import Stemmer
 
@@ -27,6 +29,10 @@ _CJK_RUN = re.compile(
     "[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+"
 )
 _local = threading.local()  # PyStemmer's stemmers are not safe to share between threads
+
+
+class _Stems(Protocol):
+    def stemWord(self, word: str) -> str: ...
 
 
 def index_terms(text: str, language: str) -> str:
@@ -49,6 +55,8 @@ def query_terms(query: str, languages: Iterable[str]) -> list[str]:
 
 def _terms(words: list[str], language: str) -> Iterator[str]:
     stemmer = _stemmer(language)
+    if stemmer is not None and language == "es":
+        stemmer = _SpanishStemmer(stemmer)
     for word in words:
         if not word.isascii() and _CJK_RUN.search(word):
             yield from _split_cjk(word, stemmer)
@@ -56,7 +64,29 @@ def _terms(words: list[str], language: str) -> Iterator[str]:
             yield _stem(word, stemmer)
 
 
-def _split_cjk(word: str, stemmer: Stemmer.Stemmer | None) -> Iterator[str]:
+_SPANISH_PLURALS = ("as", "os")
+
+
+class _SpanishStemmer:
+    """Snowball's Spanish, plus the plural of short words. Snowball strips suffixes only
+    from the part of a word after its first syllables, so "días" and "tíos" stay whole
+    and never meet "día" and "tío"; a word it leaves as it was, longer than three
+    letters and ending in -as or -os, is stemmed again without its -s. Not -es or -is:
+    "inglés" and "país" are singular (their plurals, "ingleses" and "países", Snowball
+    stems), and folded they would lose an -s their plural keeps. (Tuned on
+    ``eval/datasets/autorag-es-train``: nDCG@10 +0.003 there, +0.002 on the test set.)"""
+
+    def __init__(self, snowball: _Stems) -> None:
+        self.snowball = snowball
+
+    def stemWord(self, word: str) -> str:
+        stem = self.snowball.stemWord(word)
+        if stem == word and len(word) > 3 and word.endswith(_SPANISH_PLURALS):
+            return self.snowball.stemWord(word[:-1])
+        return stem
+
+
+def _split_cjk(word: str, stemmer: _Stems | None) -> Iterator[str]:
     """A word mixing scripts: its CJK runs as character pairs, the rest as words."""
     position = 0
     for run in _CJK_RUN.finditer(word):
@@ -76,7 +106,7 @@ def _bigrams(run: str) -> Iterator[str]:
         yield run[i : i + 2]
 
 
-def _stem(word: str, stemmer: Stemmer.Stemmer | None) -> str:
+def _stem(word: str, stemmer: _Stems | None) -> str:
     folded = _fold(word)
     return stemmer.stemWord(folded) if stemmer else folded
 
