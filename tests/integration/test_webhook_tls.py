@@ -5,6 +5,7 @@ an answer too long to read is cut without losing the next delivery."""
 
 from __future__ import annotations
 
+import contextlib
 import ssl
 import threading
 from collections.abc import Iterator
@@ -77,17 +78,16 @@ def tls(tmp_path: Path) -> Iterator[tuple[Receiver, ssl.SSLContext]]:
             receiver.connections += 1
             super().setup()
 
-        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
             receiver.hosts.append(self.headers["Host"])
             answer = b"x" * (LONG_ANSWER if self.path.startswith("/long") else 2)
             self.send_response(200)
             self.send_header("Content-Length", str(len(answer)))
             self.end_headers()
-            try:
+            # The poster may read what it wants of a long answer and hang up.
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError, ssl.SSLError):
                 self.wfile.write(answer)
-            except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
-                pass  # the poster read what it wanted and hung up
 
         def log_message(self, *args: object) -> None:
             pass
