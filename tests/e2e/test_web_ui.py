@@ -190,14 +190,15 @@ def setup_and_login(page: Any, server: Server, shots: Shots) -> None:
     assert token and not token.startswith("ark_")
 
     # A token the server no longer accepts: back to the login, then back where we were.
-    # The chat page's own requests finish first: one of them answered 401 would end the
-    # session before the click below, and the link would be gone.
-    page.wait_for_load_state("networkidle")
+    # The page is opened anew with it (the tab's session storage keeps it): swapped under
+    # the chat page, whichever of its own requests was still on its way would be answered
+    # 401 first and end the session there, not on Documents (networkidle cannot tell:
+    # a page whose address only changes after the # never loads again).
     page.evaluate(
         "const s = JSON.parse(sessionStorage.getItem('autorag.session'));"
         "sessionStorage.setItem('autorag.session', JSON.stringify({...s, token: 'expired'}))"
     )
-    page.get_by_role("link", name="Documents").click()
+    page.goto(server.url + "/#/documents")
     expect(page.get_by_text("Your session has ended. Sign in again to continue.")).to_be_visible()
     page.get_by_label("Username").fill(ADMIN)
     page.get_by_label("Password").fill(PASSWORD)
