@@ -17,8 +17,6 @@ import ssl
 import stat
 import threading
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime, timedelta
-from ipaddress import ip_address
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +33,7 @@ from starlette.types import ASGIApp
 from tests.doubles.dropbox_double import DropboxDouble
 from tests.doubles.gdrive_double import CHUNK_UNIT, GoogleDriveDouble
 from tests.ports import free_port
+from tests.tls import self_signed_pem
 
 from autorag.backup.destinations import (
     Destination,
@@ -380,41 +379,6 @@ def test_ftp_wrong_password_is_refused_at_once(ftp_server: FtpServer, tmp_path: 
         put_with_retry(dest, source, NAME, sleep=no_sleep, on_retry=retries.append)
     assert retries == []
     assert "not-the-password" not in caught.value.message
-
-
-def self_signed_pem(folder: Path) -> Path:
-    """A certificate for 127.0.0.1 that is its own CA, with its key, as one PEM file."""
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.now(UTC)
-    loopback = ip_address("127.0.0.1")
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(loopback)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    pem = folder / "server.pem"
-    pem.write_bytes(
-        certificate.public_bytes(serialization.Encoding.PEM)
-        + key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return pem
 
 
 @pytest.fixture(scope="module")

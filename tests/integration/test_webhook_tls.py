@@ -10,15 +10,11 @@ import ssl
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
+from tests.tls import self_signed_pem
 
 from autorag.config import WebhookSettings
 from autorag.webhooks.delivery import Poster
@@ -35,39 +31,11 @@ class Receiver:
     connections: int = 0
 
 
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, HOST)])
-    now = datetime.now(UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(HOST)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert, private = folder / "cert.pem", folder / "key.pem"
-    cert.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    private.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert, private
-
-
 @pytest.fixture()
 def tls(tmp_path: Path) -> Iterator[tuple[Receiver, ssl.SSLContext]]:
-    cert, key = _certificate(tmp_path)
+    pem = self_signed_pem(tmp_path, HOST)
     server_side = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server_side.load_cert_chain(cert, key)
+    server_side.load_cert_chain(pem)
     receiver = Receiver(0)
     server_side.sni_callback = lambda _sock, name, _ctx: receiver.names.append(name)
 
@@ -97,7 +65,7 @@ def tls(tmp_path: Path) -> Iterator[tuple[Receiver, ssl.SSLContext]]:
     server.socket = server_side.wrap_socket(server.socket, server_side=True)
     receiver.port = server.server_address[1]
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    client_side = ssl.create_default_context(cafile=str(cert))
+    client_side = ssl.create_default_context(cafile=str(pem))
     try:
         yield receiver, client_side
     finally:
