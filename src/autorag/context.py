@@ -156,7 +156,7 @@ class AppContext:
 
     def readiness(self) -> Readiness:
         """Seed 000's readiness of this workspace's index, with the reason."""
-        from autorag.ingest.readiness import catalog_facts, check_readiness, recorded_vectors
+        from autorag.ingest.readiness import check_readiness, recorded_vectors
 
         vectors: CountsVectors | None = None
         if "vectors" not in self.__dict__:  # an open table counts itself
@@ -167,7 +167,7 @@ class AppContext:
         except AutoragError as exc:  # judged with the others' state: degraded or not
             why = exc.message
         return check_readiness(
-            catalog_facts(self.catalog, self.info),
+            self.catalog.readiness_facts(self.info.id),
             search_paths=self.settings.search_paths,
             embedding_model=self._embedding_model_id(),
             vectors=vectors,

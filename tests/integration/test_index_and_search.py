@@ -17,7 +17,7 @@ from tests.workspaces import new_workspace
 from autorag.context import AppContext, open_context
 from autorag.ingest.chunker import chunk_document
 from autorag.ingest.minsync import refresh
-from autorag.ingest.readiness import Readiness, catalog_facts, check_readiness
+from autorag.ingest.readiness import Readiness, check_readiness
 from autorag.models import ParsedDocument, SearchFilters, Segment
 from autorag.retrieval.filters import build_filters
 from autorag.retrieval.hybrid import SearchRequest
@@ -120,7 +120,7 @@ def test_vectors_of_another_size_leave_the_workspace_degraded_not_unavailable(
 
     def readiness(model: str) -> Readiness:
         return check_readiness(
-            catalog_facts(app.catalog, app.info),
+            app.catalog.readiness_facts(app.info.id),
             search_paths=app.settings.search_paths,
             embedding_model=model,
             vectors=None,

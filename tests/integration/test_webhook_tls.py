@@ -73,13 +73,16 @@ def tls(tmp_path: Path) -> Iterator[tuple[Receiver, ssl.SSLContext]]:
         server.server_close()
 
 
-def _poster(client_side: ssl.SSLContext) -> Poster:
+@pytest.fixture()
+def poster(tls: tuple[Receiver, ssl.SSLContext]) -> Iterator[Poster]:
     # Every name resolves to loopback: the guard checks it (allowed here) and pins it.
-    return Poster(
+    made = Poster(
         WebhookSettings(allow_private=True, timeout_s=10),
         resolver=lambda _host, _port: ["127.0.0.1"],
-        ssl_context=client_side,
+        ssl_context=tls[1],
     )
+    yield made
+    made.close()
 
 
 def _post(poster: Poster, url: str) -> tuple[str, str | None]:
@@ -88,40 +91,30 @@ def _post(poster: Poster, url: str) -> tuple[str, str | None]:
 
 
 def test_tls_names_and_verifies_the_urls_host_while_connecting_to_the_checked_address(
-    tls: tuple[Receiver, ssl.SSLContext],
+    tls: tuple[Receiver, ssl.SSLContext], poster: Poster
 ) -> None:
-    receiver, client_side = tls
-    poster = _poster(client_side)
-    try:
-        assert _post(poster, f"https://{HOST}:{receiver.port}/hook?token=t") == ("delivered", None)
-        assert _post(poster, f"https://{HOST}:{receiver.port}/hook") == ("delivered", None)
-    finally:
-        poster.close()
+    receiver = tls[0]
+    assert _post(poster, f"https://{HOST}:{receiver.port}/hook?token=t") == ("delivered", None)
+    assert _post(poster, f"https://{HOST}:{receiver.port}/hook") == ("delivered", None)
     assert receiver.names == [HOST]  # one handshake, naming the host
     assert receiver.hosts == [f"{HOST}:{receiver.port}"] * 2
     assert receiver.connections == 1  # the second event rode the first's connection
 
 
-def test_a_certificate_for_another_name_is_refused(tls: tuple[Receiver, ssl.SSLContext]) -> None:
-    receiver, client_side = tls
-    poster = _poster(client_side)
-    try:
-        status, error = _post(poster, f"https://elsewhere.test:{receiver.port}/hook")
-    finally:
-        poster.close()
+def test_a_certificate_for_another_name_is_refused(
+    tls: tuple[Receiver, ssl.SSLContext], poster: Poster
+) -> None:
+    receiver = tls[0]
+    status, error = _post(poster, f"https://elsewhere.test:{receiver.port}/hook")
     assert status == "failed" and error is not None and error.startswith("could not deliver")
     assert receiver.hosts == []  # nothing was POSTed
 
 
 def test_an_answer_too_long_is_cut_and_the_next_delivery_still_goes(
-    tls: tuple[Receiver, ssl.SSLContext],
+    tls: tuple[Receiver, ssl.SSLContext], poster: Poster
 ) -> None:
-    receiver, client_side = tls
-    poster = _poster(client_side)
-    try:
-        assert _post(poster, f"https://{HOST}:{receiver.port}/long") == ("delivered", None)
-        assert _post(poster, f"https://{HOST}:{receiver.port}/hook") == ("delivered", None)
-    finally:
-        poster.close()
+    receiver = tls[0]
+    assert _post(poster, f"https://{HOST}:{receiver.port}/long") == ("delivered", None)
+    assert _post(poster, f"https://{HOST}:{receiver.port}/hook") == ("delivered", None)
     assert len(receiver.hosts) == 2
     assert receiver.connections == 2  # the long answer's connection was closed, not drained

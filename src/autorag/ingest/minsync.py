@@ -23,7 +23,7 @@ from autorag.config import CONFIG_FILE_NAME, Settings
 from autorag.embeddings.cache import default_cache_path
 from autorag.errors import Conflict
 from autorag.ingest.pipeline import Indexer, IngestItem, IngestOutcome
-from autorag.ingest.readiness import SKIPPED_REASONS, catalog_facts, failed_and_skipped_counts
+from autorag.ingest.readiness import SKIPPED_REASONS, failed_and_skipped_counts
 from autorag.sources import SourceRoot, escape_name, local_source_id
 from autorag.store.catalog.repository import Catalog, DocumentMeta, FileState, WorkspaceInfo
 from autorag.workspace import Workspace
@@ -326,7 +326,7 @@ def refresh(
     status, error = "interrupted", None
     try:
         _sync(catalog, workspace, indexer, roots, ignore, observer, plan, report)
-        report.settle(*failed_and_skipped_counts(catalog_facts(catalog, workspace)))
+        report.settle(*failed_and_skipped_counts(catalog.readiness_facts(workspace.id)))
         status = "completed"
     except Exception as exc:
         status, error = "failed", str(exc)

@@ -20,7 +20,6 @@ from autorag.store.catalog.workspace_info import WorkspaceInfo
 
 if TYPE_CHECKING:
     from autorag.config import Settings
-    from autorag.store.catalog.repository import Catalog
     from autorag.workspace import Workspace
 
 ReadinessState = Literal["configured", "degraded", "unavailable", "ready"]
@@ -57,11 +56,6 @@ class RecordedCount:
 
     def count(self) -> int:
         return self.rows
-
-
-def catalog_facts(catalog: Catalog, workspace: WorkspaceInfo) -> ReadinessFacts:
-    """The readiness facts of ``workspace``, read through the catalog's engine."""
-    return catalog.readiness_facts(workspace.id)
 
 
 def configured_model(settings: Settings) -> str:
