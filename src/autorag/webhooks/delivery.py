@@ -1,8 +1,9 @@
 """Delivering events to webhooks: ``WebhookSubscriber``, the dispatcher's subscriber.
 
-For each event, every enabled webhook that wants it gets a POST, all of them at once
-(the first in the dispatcher's thread, the others in a pool of threads kept for it:
-starting threads per event cost the server's searches CPU). The body is JSON::
+For each event, every enabled webhook that wants it gets a POST, side by side
+(``autorag.webhooks.fanout``: one after another in the dispatcher's thread while each
+answers within ``HEDGE_AFTER_S``, the ones left in a pool's threads at once as soon as
+the event's POSTs took longer). The body is JSON::
 
     {"id": 42, "event": "document.processed", "timestamp": "2026-12-04T18:20:35+00:00",
      "workspace": "default", "data": {...}}
@@ -22,19 +23,18 @@ wrote to it (readers show only the newest ``keep_deliveries``).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
-import queue
 import re
 import ssl
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import certifi
 import httpcore
@@ -45,6 +45,7 @@ from autorag.errors import InvalidInput, Unavailable
 from autorag.secretbox import SecretBox, catalog_box
 from autorag.times import as_utc
 from autorag.webhooks import store
+from autorag.webhooks.fanout import FanOut
 from autorag.webhooks.guard import Resolver, display_url, resolve_target
 from autorag.webhooks.models import SECRET_PURPOSE, DeliveryStatus
 from autorag.webhooks.signing import signed_headers
@@ -57,11 +58,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 Sleep = Callable[[float], None]
-_T = TypeVar("_T")
 KEEP_ALIVE = 32  # idle connections to receivers kept for the next event
-# Threads POSTing to an event's webhooks past its first; the dispatcher bounds how many
-# events are delivered at once, so more only queue (a retry's wait holds one).
+# Threads POSTing to the webhooks of events whose POSTs are slow; the dispatcher bounds
+# how many events are delivered at once, so more only queue (a retry's wait holds one).
 POST_THREADS = 32
+# How long an event's POSTs run one after another before the rest start side by side: a
+# receiver on loopback or a LAN answers in a millisecond or two, so five of them rarely
+# reach it, and one slow receiver (or a retry's wait) holds the others back this long.
+HEDGE_AFTER_S = 0.02
 TRIM_EVERY = 20  # rows written to a webhook's log between two cuts to keep_deliveries
 ERROR_SNIPPET = 200  # characters of a receiver's answer kept in the log
 _READ_AT_MOST = 2048  # bytes of a receiver's answer read at all
@@ -189,7 +193,7 @@ class WebhookSubscriber:
         self.poster = Poster(settings, resolver=resolver)
         self._box: SecretBox | None = None
         self._box_lock = threading.Lock()
-        self._pool: _DaemonPool | None = None
+        self._fan_out: FanOut | None = None
         self._pool_lock = threading.Lock()
         self._untrimmed: dict[int, int] = {}  # webhook id → log rows since its last cut
 
@@ -199,9 +203,9 @@ class WebhookSubscriber:
 
     def close(self) -> None:
         with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.shutdown()
+            fan_out, self._fan_out = self._fan_out, None
+        if fan_out is not None:
+            fan_out.close()
         self.poster.close()
 
     def deliver(self, event: Event) -> None:
@@ -212,19 +216,19 @@ class WebhookSubscriber:
             event_id=event.id, name=event.name, occurred_at=event.occurred_at,
             workspace=event.workspace, data=event.data,
         )  # fmt: skip
-        others: list[Future[tuple[StoredWebhook, Attempt] | None]] = [
-            self.pool().submit(self._deliver_safely, hook, event, body) for hook in hooks[1:]
-        ]
-        finals = [self._deliver_safely(hooks[0], event, body)]
-        finals += [future.result() for future in others]
+        finals = self.fan_out().run(
+            [functools.partial(self._deliver_safely, hook, event, body) for hook in hooks]
+        )
         # The outcomes in one transaction: one write per event, not one per webhook.
         self._finish([final for final in finals if final is not None])
 
-    def pool(self) -> _DaemonPool:
+    def fan_out(self) -> FanOut:
         with self._pool_lock:
-            if self._pool is None:
-                self._pool = _DaemonPool(POST_THREADS, "webhook-post")
-            return self._pool
+            if self._fan_out is None:
+                self._fan_out = FanOut(
+                    threads=POST_THREADS, name="webhook-post", hedge_after_s=HEDGE_AFTER_S
+                )
+            return self._fan_out
 
     def _deliver_safely(
         self, hook: StoredWebhook, event: Event, body: bytes
@@ -298,51 +302,6 @@ class WebhookSubscriber:
             if self._box is None:
                 self._box = catalog_box(self.engine, SECRET_PURPOSE)
             return self._box
-
-
-class _DaemonPool:
-    """Threads kept to run calls, started as needed up to ``size``. Daemons, unlike
-    ``ThreadPoolExecutor``'s (joined at exit), as the dispatcher's: a receiver that hangs
-    must not keep a stopped process alive."""
-
-    def __init__(self, size: int, name: str) -> None:
-        self.size, self.name = size, name
-        self._calls: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._threads: list[threading.Thread] = []
-        self._idle = 0
-        self._lock = threading.Lock()
-
-    def submit(self, function: Callable[..., _T], *args: Any) -> Future[_T]:
-        future: Future[_T] = Future()
-
-        def call() -> None:
-            if future.set_running_or_notify_cancel():
-                try:
-                    future.set_result(function(*args))
-                except BaseException as exc:  # handed to whoever waits for the result
-                    future.set_exception(exc)
-
-        with self._lock:
-            if self._idle <= 0 and len(self._threads) < self.size:
-                thread = threading.Thread(target=self._run, daemon=True,
-                                          name=f"{self.name}-{len(self._threads)}")  # fmt: skip
-                self._threads.append(thread)
-                thread.start()
-            else:
-                self._idle -= 1
-            self._calls.put(call)
-        return future
-
-    def shutdown(self) -> None:
-        """Let the threads end once done with their calls (not waited for)."""
-        for _ in self._threads:
-            self._calls.put(None)
-
-    def _run(self) -> None:
-        while (call := self._calls.get()) is not None:
-            call()
-            with self._lock:
-                self._idle += 1
 
 
 def _fields(outcome: Outcome) -> tuple[DeliveryStatus, int | None, int | None, str | None]:
