@@ -95,11 +95,12 @@ def test_every_call_runs_once_when_the_watcher_races_the_caller() -> None:
         for batch in range(first, first + 50):
             assert fan_out.run([call(batch, n) for n in range(6)]) == list(range(6))
 
-    callers = [threading.Thread(target=caller, args=(c * 1000,)) for c in range(4)]
+    callers = [threading.Thread(target=caller, args=(c * 1000,), daemon=True) for c in range(4)]
     for thread in callers:
         thread.start()
     for thread in callers:
         thread.join(WAIT_S)
+    assert not any(thread.is_alive() for thread in callers), "a batch never finished"
     fan_out.close()
     assert len(counts) == 4 * 50 * 6
     assert set(counts.values()) == {1}
