@@ -194,7 +194,7 @@ class WebhookSubscriber:
         self._box: SecretBox | None = None
         self._box_lock = threading.Lock()
         self._fan_out: FanOut | None = None
-        self._pool_lock = threading.Lock()
+        self._lock = threading.Lock()  # the fan-out made once; the trim counts
         self._untrimmed: dict[int, int] = {}  # webhook id → log rows since its last cut
 
     @classmethod
@@ -202,7 +202,7 @@ class WebhookSubscriber:
         return cls(context.catalog.engine, context.settings.webhooks)
 
     def close(self) -> None:
-        with self._pool_lock:
+        with self._lock:
             fan_out, self._fan_out = self._fan_out, None
         if fan_out is not None:
             fan_out.close()
@@ -223,7 +223,7 @@ class WebhookSubscriber:
         self._finish([final for final in finals if final is not None])
 
     def fan_out(self) -> FanOut:
-        with self._pool_lock:
+        with self._lock:
             if self._fan_out is None:
                 self._fan_out = FanOut(
                     threads=POST_THREADS, name="webhook-post", hedge_after_s=HEDGE_AFTER_S
@@ -279,7 +279,7 @@ class WebhookSubscriber:
         """The webhooks whose logs are cut with this write: the first time this process
         writes to one, then every ``TRIM_EVERY`` rows (cutting costs a statement each)."""
         due = []
-        with self._pool_lock:
+        with self._lock:
             for webhook_id in webhook_ids:
                 written = self._untrimmed.get(webhook_id, TRIM_EVERY)
                 if written >= TRIM_EVERY:

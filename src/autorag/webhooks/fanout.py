@@ -12,6 +12,7 @@ most that long. One watcher thread, asleep while no batch runs, does the handing
 
 from __future__ import annotations
 
+import functools
 import queue
 import threading
 import time
@@ -124,7 +125,7 @@ class _Watch:
         while (due := self._due()) is not None:
             for batch in due:
                 while (index := batch.take()) is not None:
-                    self._pool.submit(batch.run, index)
+                    self._pool.submit(functools.partial(batch.run, index))
 
     def _due(self) -> list[_Batch[Any]] | None:
         """The batches past their deadline, taken off the watch (None once closed)."""
@@ -138,9 +139,11 @@ class _Watch:
                     self._changed.wait(wait)
                     continue
                 now = time.monotonic()
-                due = [batch for batch in self._batches if batch.deadline <= now]
-                self._batches = self._batches[len(due) :]
-                return due
+                due = 0  # deadlines grow along the list: the batches due come first
+                while due < len(self._batches) and self._batches[due].deadline <= now:
+                    due += 1
+                taken, self._batches = self._batches[:due], self._batches[due:]
+                return taken
             return None
 
 
@@ -156,7 +159,7 @@ class _DaemonPool:
         self._idle = 0
         self._lock = threading.Lock()
 
-    def submit(self, function: Callable[[int], None], index: int) -> None:
+    def submit(self, call: Callable[[], None]) -> None:
         with self._lock:
             if self._idle <= 0 and len(self._threads) < self.size:
                 thread = threading.Thread(target=self._run, daemon=True,
@@ -165,7 +168,7 @@ class _DaemonPool:
                 thread.start()
             else:
                 self._idle -= 1
-            self._calls.put(lambda: function(index))
+            self._calls.put(call)
 
     def shutdown(self) -> None:
         for _ in self._threads:
