@@ -32,15 +32,22 @@ Legs = dict[str, dict[str, list[tuple[int, float]]]]  # leg -> query -> [(chunk,
 
 
 def collect_legs(
-    dataset: BeirDataset, workdir: Path, search: dict[str, object]
+    dataset: BeirDataset, workdir: Path, search: dict[str, object], ingest: dict[str, int]
 ) -> tuple[Legs, dict[int, str]]:
     """Each leg's own ranking with its own scores (cosine similarity, negated BM25)."""
-    key = json.dumps(search, sort_keys=True)
+    key = json.dumps({**search, **ingest}, sort_keys=True)
     cache = workdir / f"legs-{dataset.name}-{len(dataset.qrels)}-{key}.json"
     if cache.is_file():
         saved = json.loads(cache.read_text())
         return saved["legs"], {int(k): v for k, v in saved["doc_of"].items()}
-    app = open_context(init_workspace(workdir), workspace=f"tune-{dataset.name}", search=search)
+    # Each chunking gets its own workspace: its chunks are another index.
+    chunking = "".join(f"-{value}" for _, value in sorted(ingest.items()))
+    app = open_context(
+        init_workspace(workdir),
+        workspace=f"tune-{dataset.name}{chunking}",
+        search=search,
+        ingest=ingest,
+    )
     if app.catalog.chunk_count(app.info.id) == 0:
         app.indexer.index(_item(dataset.name, d) for d in dataset.corpus)
         app.vectors.optimize()
@@ -72,11 +79,14 @@ def main() -> None:
     parser.add_argument("--split", default="train")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/autorag-tune"))
     parser.add_argument("--title-weight", type=float, default=1.0)
+    parser.add_argument("--chunk-size", type=int, default=1000, help="ingest.chunk_size")
+    parser.add_argument("--overlap", type=int, default=200, help="ingest.chunk_overlap")
     args = parser.parse_args()
 
     dataset = load_beir(args.dataset, split=args.split)
     search = {"fts_title_weight": args.title_weight, "candidate_depth": DEPTH}
-    legs, doc_of = collect_legs(dataset, args.workdir, search)
+    ingest = {"chunk_size": args.chunk_size, "chunk_overlap": args.overlap}
+    legs, doc_of = collect_legs(dataset, args.workdir, search, ingest)
 
     def run_for(fuse: Callable[[str], dict[int, Fused]], decay: float) -> dict[str, list[str]]:
         run: dict[str, list[str]] = {}

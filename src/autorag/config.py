@@ -9,9 +9,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -33,6 +41,10 @@ class EmbeddingSettings(BaseModel):
     cache: bool = True  # persistent cache keyed by model and content hash
     cache_dir: Path | None = None  # default: the user's cache directory
     cache_max_mb: int = Field(default=2048, ge=16)
+    # The languages the model was trained on (ISO 639-1 codes, "*" for any). Unset: as
+    # known for the model (all-MiniLM-L6-v2: English), else any. A question in another
+    # language is ranked by full text; the vector leg only orders what full text missed.
+    languages: list[Annotated[str, StringConstraints(pattern=r"^(\*|[a-z]{2})$")]] | None = None
 
 
 class IngestSettings(BaseModel):

@@ -102,8 +102,10 @@ class AppContext:
 
     @cached_property
     def searcher(self) -> HybridSearcher:
+        from autorag.embeddings.base import model_languages
         from autorag.retrieval.hybrid import HybridSearcher
 
+        embedding = self.settings.embedding
         return HybridSearcher(
             self.catalog,
             self.info,
@@ -113,6 +115,7 @@ class AppContext:
             settings=self.settings.search,
             roots=self.roots,
             reranker=self._rerank_stage(),
+            vector_languages=model_languages(embedding.model, embedding.languages),
         )
 
     def _rerank_stage(self) -> RerankStage | None:

@@ -16,10 +16,12 @@ from autorag.models import Diagnostic, SearchFilters, SearchHit, SearchResponse
 from autorag.rerank.stage import RerankStage
 from autorag.retrieval.fusion import Fused, convex_fuse, rank_fused, rrf_fuse
 from autorag.retrieval.query_batcher import QueryBatcher
+from autorag.retrieval.query_language import SILENT_WEIGHT, query_language, vector_reads
 from autorag.sources import SourceRoot, to_real_path
 from autorag.store.catalog.repository import Catalog, ChunkView, WorkspaceInfo
 from autorag.store.fulltext.base import FullTextIndex
 from autorag.store.vectors.base import VectorStore
+from autorag.text.language import language_name
 
 SearchMode = Literal["hybrid", "vector", "fts"]
 _LEG_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="search-leg")
@@ -46,6 +48,7 @@ class HybridSearcher:
         settings: SearchSettings,
         roots: Sequence[SourceRoot],
         reranker: RerankStage | None = None,
+        vector_languages: frozenset[str] | None = None,
     ) -> None:
         self.catalog = catalog
         self.workspace = workspace
@@ -56,6 +59,7 @@ class HybridSearcher:
         self.roots = roots
         self._batcher: QueryBatcher | None = None
         self.reranker = reranker  # see autorag.rerank.stage
+        self.vector_languages = vector_languages  # what the model reads (None: any)
 
     def search(self, request: SearchRequest) -> SearchResponse:
         started = time.perf_counter()
@@ -115,12 +119,28 @@ class HybridSearcher:
         fts_future = _LEG_POOL.submit(self._fts_leg, request, depth, timings) if use_fts else None
         legs = {name: _result(f) for name, f in (("vector", vector_future), ("fts", fts_future))}
         scored = {name: hits for name, hits in legs.items() if hits is not None}
-        return self._backstop(self._fuse(scored), request)
+        weights = self._leg_weights(request, len(scored) > 1, diagnostics)
+        return self._backstop(self._fuse(scored, weights), request)
 
-    def _fuse(self, scored: dict[str, list[tuple[int, float]]]) -> dict[int, Fused]:
+    def _leg_weights(
+        self, request: SearchRequest, fused: bool, diagnostics: list[Diagnostic]
+    ) -> dict[str, float]:
+        """The settings' leg weights, the vector leg's all but silenced for a question in
+        a language the embedding model does not read (see ``query_language``)."""
+        weights = {"vector": self.settings.vector_weight, "fts": self.settings.fts_weight}
+        if not fused or self.vector_languages is None:
+            return weights
+        language = query_language(request.query, self.catalog.languages(self.workspace.id))
+        if not vector_reads(self.vector_languages, language):
+            weights["vector"] = SILENT_WEIGHT
+            diagnostics.append(_vector_language(self.vector_languages, language))
+        return weights
+
+    def _fuse(
+        self, scored: dict[str, list[tuple[int, float]]], weights: dict[str, float]
+    ) -> dict[int, Fused]:
         """RRF over the legs' ranks (the seed's default), or a convex combination of
         their normalised scores (``search.fusion = "convex"``)."""
-        weights = {"vector": self.settings.vector_weight, "fts": self.settings.fts_weight}
         if self.settings.fusion == "convex":
             return convex_fuse(scored, weights=weights)
         ranked = {name: [chunk_id for chunk_id, _ in hits] for name, hits in scored.items()}
@@ -224,6 +244,17 @@ _NO_RERANKER = Diagnostic(
     "reranking was asked for but no reranker is configured (search.rerank.provider)",
     "warning",
 )
+
+
+def _vector_language(reads: frozenset[str], language: str | None) -> Diagnostic:
+    names = " and ".join(sorted(language_name(code) for code in reads))
+    return Diagnostic(
+        "vector_language",
+        f"the embedding model reads {names} only, so this question in "
+        f"{language_name(language or '')} was ranked by its words (full-text search); "
+        "a multilingual model is one setting away (README: Languages)",
+        "info",
+    )
 
 
 def _result(

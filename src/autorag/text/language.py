@@ -43,6 +43,15 @@ SNOWBALL = {
 CJK = frozenset(("zh", "ja", "ko"))
 LANGUAGES = frozenset(SNOWBALL) | CJK
 
+_NAMES = {"en": "English", "zh": "Chinese", "ja": "Japanese", "ko": "Korean"}
+
+
+def language_name(code: str) -> str:
+    """A language's English name for people ("es" → "Spanish"), else its code."""
+    algorithm = SNOWBALL.get(code)
+    return _NAMES.get(code) or (algorithm.capitalize() if algorithm else code)
+
+
 MIN_CONFIDENCE = 0.6  # py3langid's normalised probability
 _MIN_LETTERS = 12  # fewer letters than this cannot be told apart reliably
 _SAMPLE_CHARS = 4000  # the start of a document says which language it is in

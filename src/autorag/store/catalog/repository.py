@@ -377,6 +377,11 @@ class Catalog:
         """The models the visible documents with chunks were embedded with."""
         return self.readiness_facts(workspace_id).embedding_models()
 
+    def languages(self, workspace_id: int) -> list[str]:
+        """The languages the workspace's documents were indexed in."""
+        with self.engine.connect() as conn:
+            return workspace_languages(conn, workspace_id)
+
     def readiness_facts(self, workspace_id: int) -> ReadinessFacts:
         # The counts readiness is judged from: one set of queries (``readiness_sql``).
         return ReadinessFacts(engine_rows(self.engine), workspace_id)
