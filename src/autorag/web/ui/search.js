@@ -8,6 +8,8 @@ import { legsBadges, passageText } from "./render.js";
 
 const TYPES = ["pdf", "docx", "pptx", "xlsx", "csv", "txt", "md", "html"];
 const MODES = [["hybrid", "Hybrid (semantic + keyword)"], ["vector", "Semantic only"], ["fts", "Keyword only"]];
+// A search diagnostic's severity as a notice's look: an info notice is the plain one.
+const NOTICE_KIND = { error: "error", warning: "warn", info: "" };
 
 export async function render(container, { query }) {
   const base = ws(app.workspace);
@@ -111,7 +113,7 @@ export async function render(container, { query }) {
     const words = text.split(/\W+/).filter((w) => w.length > 2);
     const total = Object.values(out.timingsMs || {}).length ? Math.round(out.timingsMs.total ?? Object.values(out.timingsMs).reduce((a, b) => Math.max(a, b), 0)) : null;
     const outside = (out.diagnostics || []).find((d) => d.code === "outside_filters");
-    const diagnostics = (out.diagnostics || []).filter((d) => d !== outside).map((d) => h("div", { class: ["notice", d.severity === "error" ? "error" : "warn"], role: "status" }, icon("alert"), h("div", { class: "notice-body" }, d.message)));
+    const diagnostics = (out.diagnostics || []).filter((d) => d !== outside).map((d) => h("div", { class: ["notice", NOTICE_KIND[d.severity] ?? "warn"], role: "status" }, icon(d.severity === "info" ? "info" : "alert"), h("div", { class: "notice-body" }, d.message)));
     if (!out.hits.length) {
       clear(results, diagnostics, outside
         ? emptyState({ iconName: "search", title: "No results with these filters", body: `${outside.message[0].toUpperCase()}${outside.message.slice(1)}.`, action: h("button", { class: "btn", type: "button", on: { click: reset } }, "Clear filters") })
