@@ -41,10 +41,10 @@ def collect_legs(
         saved = json.loads(cache.read_text())
         return saved["legs"], {int(k): v for k, v in saved["doc_of"].items()}
     # Each chunking gets its own workspace: its chunks are another index.
-    chunking = "".join(f"-{value}" for _, value in sorted(ingest.items()))
+    chunking = f"{ingest['chunk_size']}-{ingest['chunk_overlap']}"
     app = open_context(
         init_workspace(workdir),
-        workspace=f"tune-{dataset.name}{chunking}",
+        workspace=f"tune-{dataset.name}-{chunking}",
         search=search,
         ingest=ingest,
     )
