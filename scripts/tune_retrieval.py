@@ -18,6 +18,7 @@ from pathlib import Path
 
 from sqlalchemy import select
 
+from autorag.config import IngestSettings
 from autorag.context import open_context
 from autorag.eval.beir import BeirDataset, load_beir
 from autorag.eval.metrics import score_run
@@ -79,8 +80,13 @@ def main() -> None:
     parser.add_argument("--split", default="train")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/autorag-tune"))
     parser.add_argument("--title-weight", type=float, default=1.0)
-    parser.add_argument("--chunk-size", type=int, default=1000, help="ingest.chunk_size")
-    parser.add_argument("--overlap", type=int, default=200, help="ingest.chunk_overlap")
+    defaults = IngestSettings()  # the product's chunking, so the grids start from it
+    parser.add_argument(
+        "--chunk-size", type=int, default=defaults.chunk_size, help="ingest.chunk_size"
+    )
+    parser.add_argument(
+        "--overlap", type=int, default=defaults.chunk_overlap, help="ingest.chunk_overlap"
+    )
     args = parser.parse_args()
 
     dataset = load_beir(args.dataset, split=args.split)
